@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* The client side: a railset is N rails to one server, brought up by one
+ * handshake and used together.  Every READ or WRITE is cut into slices that
+ * are striped across the rails; a transfer completes only when every byte
+ * moved, and a rail that dies has its unfinished slices re-issued on the
+ * others.  Transfers fail only when every rail is gone.
+ *
+ * Threading: one railset may be used from one thread at a time (submit, poll
+ * and wait from the same thread, or serialise them); different railsets are
+ * independent. */
+#ifndef RAILWIRE_RAILSET_H
+#define RAILWIRE_RAILSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <railwire/error.h>
+#include <railwire/export.h>
+#include <railwire/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct railwire_railset railwire_railset;
+typedef struct railwire_mr railwire_mr;
+typedef uint64_t railwire_handle; /* names one submitted transfer; never 0 */
+
+#define RAILWIRE_MAX_RAILS 8
+
+/* Connection options.  Initialise with railwire_railset_opts_init(), then
+ * change what you need; pointers are borrowed for the call only. */
+typedef struct railwire_railset_opts {
+    enum railwire_dialect dialect;     /* default RO */
+    enum railwire_transport transport; /* default AUTO */
+    unsigned n_rails;                  /* 1..8, default 1 */
+    /* tcp: per-rail local address to bind (rail i leaves by local_addrs[i]);
+     * NULL or a NULL entry = any.  verbs: per-rail device "dev[:port]";
+     * NULL = RAILWIRE_DEVICES or every active port, rail i on port i mod n. */
+    const char *const *local_addrs;
+    const char *const *devices;
+    int gid_index;                     /* verbs: -1 = choose (default) */
+    unsigned mtu;                      /* verbs: path MTU cap, 0 = 4096 */
+    size_t slice_size;                 /* striping unit in bytes, 0 = default */
+    unsigned queue_depth;              /* slices in flight per rail, 0 = default */
+    int connect_timeout_ms;            /* default 5000 */
+    int io_timeout_ms;                 /* handshake reads/writes, default 10000 */
+    int op_timeout_ms;                 /* a slice outstanding longer than this
+                                          marks its rail dead, default 10000 */
+} railwire_railset_opts;
+
+/* Fills *o with the defaults. */
+RAILWIRE_API void railwire_railset_opts_init(railwire_railset_opts *o);
+
+/* Connects to `host`:`port` (IPv4, IPv6 or a name), runs the handshake and
+ * brings up every rail, or fails as a whole (peer-rejected, refused,
+ * timeout, ... with the reason logged).  On success *out is owned by the
+ * caller; release it with railwire_railset_close(). */
+RAILWIRE_API int railwire_railset_connect(const char *host, const char *port,
+                                          const railwire_railset_opts *o, railwire_railset **out);
+
+/* Closes the rails and the control connection, fails every unfinished
+ * transfer and frees the railset and its registrations.  NULL is a no-op. */
+RAILWIRE_API void railwire_railset_close(railwire_railset *rs);
+
+/* Number of rails granted (== opts.n_rails). */
+RAILWIRE_API unsigned railwire_railset_rail_count(const railwire_railset *rs);
+/* RO: number of layers the server published (the same on every rail); RW: 1. */
+RAILWIRE_API unsigned railwire_railset_layer_count(const railwire_railset *rs);
+/* Name of the transport in use: "tcp" or "verbs". */
+RAILWIRE_API const char *railwire_railset_transport(const railwire_railset *rs);
+
+/* Registers local memory for transfers on every rail.  The memory stays
+ * owned by the caller and must outlive the registration.  *out is released
+ * with railwire_mr_deregister() or by railwire_railset_close(). */
+RAILWIRE_API int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_mr **out);
+/* Releases a registration; fails with RAILWIRE_E_STATE while a transfer
+ * still uses it. */
+RAILWIRE_API int railwire_mr_deregister(railwire_mr *mr);
+
+enum railwire_opcode { RAILWIRE_OP_READ = 0, RAILWIRE_OP_WRITE = 1 };
+
+/* One transfer: `length` bytes between local [local, local+length) (inside
+ * `mr`) and the remote range at `remote_offset` from the base of `layer`
+ * (RO) or of the arena (RW, layer ignored). */
+typedef struct railwire_op {
+    enum railwire_opcode opcode;
+    railwire_mr *mr;
+    void *local;
+    size_t length;          /* >= 1 */
+    uint32_t layer;
+    uint64_t remote_offset;
+    uint64_t user_data;     /* returned in the completion */
+} railwire_op;
+
+/* Submits one transfer.  Returns 0 and sets *handle, or an error (invalid
+ * op: nothing was submitted).  Never blocks on the network: what does not
+ * fit the rails' queues waits in order inside the railset. */
+RAILWIRE_API int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle *handle);
+
+/* Submits n transfers; handles[i] receives op i's handle.  Returns the number
+ * submitted (all n, or fewer if op k is invalid: ops k..n-1 were not
+ * submitted) or an error. */
+RAILWIRE_API int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n,
+                                       railwire_handle *handles);
+
+/* A finished transfer.  status is 0 only if every byte moved; otherwise an
+ * error such as RAILWIRE_E_REMOTE_ACCESS or RAILWIRE_E_ALL_RAILS_DOWN. */
+typedef struct railwire_completion {
+    railwire_handle handle;
+    uint64_t user_data;
+    int status;
+    size_t length;
+} railwire_completion;
+
+/* Makes progress and returns up to `max` finished transfers without
+ * blocking: the count (>= 0) or an error. */
+RAILWIRE_API int railwire_poll(railwire_railset *rs, railwire_completion *out, int max);
+
+/* Like railwire_poll but waits up to timeout_ms (< 0: 24 hours at most) for
+ * at least one completion.  Returns the count, or RAILWIRE_E_TIMEOUT. */
+RAILWIRE_API int railwire_wait(railwire_railset *rs, railwire_completion *out, int max, int timeout_ms);
+
+/* Synchronous helpers: submit one transfer and wait for it (other
+ * completions that arrive meanwhile are kept for later polls).  Return the
+ * transfer's status, or RAILWIRE_E_TIMEOUT (the transfer is then still
+ * pending and will complete later). */
+RAILWIRE_API int railwire_read(railwire_railset *rs, railwire_mr *mr, void *local, size_t length,
+                               uint32_t layer, uint64_t remote_offset, int timeout_ms);
+RAILWIRE_API int railwire_write(railwire_railset *rs, railwire_mr *mr, const void *local, size_t length,
+                                uint32_t layer, uint64_t remote_offset, int timeout_ms);
+
+enum railwire_rail_state { RAILWIRE_RAIL_UP = 0, RAILWIRE_RAIL_DOWN = 1 };
+
+/* Per-rail counters. */
+typedef struct railwire_rail_stats {
+    unsigned index;
+    enum railwire_rail_state state;
+    char name[64];          /* local domain, e.g. "tcp:10.0.0.1" or "mlx5_0:1" */
+    double gbps;            /* striping weight */
+    uint64_t bytes_read;
+    uint64_t bytes_written;
+    uint64_t ops;           /* slices completed */
+    uint64_t errors;        /* slices that failed on this rail */
+    uint64_t reissued;      /* slices moved from this rail to others after it died */
+    int down_reason;        /* RAILWIRE_E_* that took the rail down, 0 while up */
+} railwire_rail_stats;
+
+/* Copies the stats of up to `max` rails into out; returns the rail count. */
+RAILWIRE_API int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out, unsigned max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

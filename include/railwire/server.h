@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* The server side: publishes read-only layers (RO dialect) or one
+ * read-write arena (RW dialect) on one listening port, and serves many
+ * clients at once.  A client over a cap is rejected by closing its control
+ * connection (the reason goes to the log); when a client's control
+ * connection ends, everything of its session is released. */
+#ifndef RAILWIRE_SERVER_H
+#define RAILWIRE_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <railwire/error.h>
+#include <railwire/export.h>
+#include <railwire/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct railwire_server railwire_server;
+
+/* One region of the caller's memory. */
+typedef struct railwire_region {
+    void *addr;
+    size_t len;
+} railwire_region;
+
+/* Server options.  Initialise with railwire_server_opts_init(); pointers are
+ * borrowed for railwire_server_create() only, except the memory they
+ * describe, which must outlive the server. */
+typedef struct railwire_server_opts {
+    enum railwire_dialect dialect;     /* default RO */
+    enum railwire_transport transport; /* default AUTO */
+    const char *listen_host;           /* control address, default "0.0.0.0" */
+    const char *listen_port;           /* default "0": ephemeral, see railwire_server_port() */
+    /* tcp: addresses the rail listeners bind to (rail i uses i mod n); NULL =
+     * the control address.  verbs: devices "dev[:port]" (NULL = every active
+     * port). */
+    const char *const *rail_addrs;
+    unsigned n_rail_addrs;
+    const char *const *devices;
+    unsigned n_devices;
+    int gid_index;                     /* verbs: -1 = choose */
+    unsigned mtu;                      /* verbs: path MTU cap, 0 = 4096 */
+    /* RO: the layers, in order (1..4096). */
+    const railwire_region *layers;
+    unsigned n_layers;
+    /* RW: the arena. */
+    railwire_region arena;
+    /* Caps, checked before anything is allocated for a client. */
+    unsigned max_rails_per_client;     /* default 8 (RW may allow up to 255) */
+    unsigned max_clients;              /* concurrent sessions, default 64 */
+    uint64_t max_bytes;                /* RO: total bytes of the layers, RW: arena size; 0 = no cap */
+    int io_timeout_ms;                 /* per handshake read/write, default 10000 */
+} railwire_server_opts;
+
+/* Fills *o with the defaults. */
+RAILWIRE_API void railwire_server_opts_init(railwire_server_opts *o);
+
+/* Registers the memory, binds the listening port and starts serving in
+ * background threads.  On success *out is owned by the caller; release it
+ * with railwire_server_destroy(). */
+RAILWIRE_API int railwire_server_create(const railwire_server_opts *o, railwire_server **out);
+
+/* The bound control port (useful with listen_port "0"). */
+RAILWIRE_API unsigned railwire_server_port(const railwire_server *srv);
+
+/* Number of live sessions. */
+RAILWIRE_API unsigned railwire_server_sessions(const railwire_server *srv);
+
+/* Stops accepting, closes every session, deregisters the memory and frees
+ * the server.  NULL is a no-op. */
+RAILWIRE_API void railwire_server_destroy(railwire_server *srv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* Monotonic time helpers used for every timeout. */
+#ifndef RW_COMMON_TIME_H
+#define RW_COMMON_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Returns CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t rw_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Returns CLOCK_MONOTONIC in milliseconds. */
+static inline int64_t rw_now_ms(void)
+{
+    return (int64_t)(rw_now_ns() / 1000000ull);
+}
+
+/* Milliseconds left until `deadline_ms` (never negative). */
+static inline int rw_ms_left(int64_t deadline_ms)
+{
+    int64_t left = deadline_ms - rw_now_ms();
+    if (left < 0)
+        return 0;
+    if (left > 0x7fffffff)
+        return 0x7fffffff;
+    return (int)left;
+}
+
+#endif

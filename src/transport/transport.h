@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* The internal transport interface.  Two implementations: src/tcp/ (software,
+ * one-sided READ/WRITE carried over TCP) and src/verbs/ (RDMA RC QPs).  The
+ * rail layer (src/rail/) uses only this table; transports know nothing about
+ * striping or handshakes.
+ *
+ * Objects: a domain is one local NIC (a verbs device+port, or a tcp local
+ * address); an mr is memory registered on a domain; an ep is one rail
+ * endpoint (an RC QP, or a TCP connection).  Each transport's structs embed
+ * the generic ones as their first member and get back with container_of.
+ *
+ * All functions return 0 / a count, or a negative RAILWIRE_E_* code; the
+ * transport logs the first failure with what to check. */
+#ifndef RW_TRANSPORT_TRANSPORT_H
+#define RW_TRANSPORT_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <railwire/error.h>
+#include <railwire/types.h>
+
+#include "wire/wire.h"
+
+#define rw_container_of(ptr, type, member) \
+    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+struct rw_transport_ops;
+
+enum rw_access {
+    RW_ACCESS_LOCAL = 0,        /* local use only (client buffers) */
+    RW_ACCESS_REMOTE_READ = 1,  /* peers may READ it */
+    RW_ACCESS_REMOTE_WRITE = 2, /* peers may WRITE it */
+};
+
+enum rw_opcode { RW_OP_READ = 0, RW_OP_WRITE = 1 };
+
+enum rw_role { RW_ROLE_CLIENT = 0, RW_ROLE_SERVER = 1 };
+
+/* Where and how to open a domain. */
+struct rw_domain_cfg {
+    enum rw_role role;
+    /* verbs: device name ("mlx5_0", "rxe_a0") or NULL for the first active
+     * port; tcp: local IP address to bind (client) or listen on (server),
+     * NULL = any. */
+    const char *device;
+    unsigned port;          /* verbs: port number (0 = first active) */
+    int gid_index;          /* verbs: -1 = choose (RAILWIRE_GID_INDEX overrides) */
+    unsigned mtu_cap;       /* verbs: path MTU cap in bytes, 0 = 4096 (RAILWIRE_MTU) */
+    unsigned timeout;       /* verbs: local ACK timeout exponent, 0 = default */
+    unsigned retry_cnt;     /* verbs: transport retries, 0 = default */
+    int io_timeout_ms;      /* tcp: per-operation I/O timeout, 0 = default */
+};
+
+/* Generic part of a domain.  The transport fills every field. */
+struct rw_domain {
+    const struct rw_transport_ops *ops;
+    char name[64];          /* "rxe_a0:1" or "tcp:127.0.0.1" */
+    double gbps;            /* link speed estimate, the rail's striping weight (> 0) */
+    unsigned max_qp_wr;     /* bound on outstanding WRs per ep */
+    uint32_t max_msg;       /* largest single READ/WRITE the ep accepts */
+};
+
+/* Generic part of a memory registration. */
+struct rw_mr {
+    struct rw_domain *dom;
+    void *addr;
+    size_t len;
+    int access;             /* RW_ACCESS_* bits */
+    uint32_t lkey;
+    uint32_t rkey;
+    uint64_t remote_base;   /* base_addr to advertise; the peer addresses byte
+                               i of the region as remote_base + i */
+};
+
+/* Options for one endpoint. */
+struct rw_ep_cfg {
+    unsigned depth;                     /* max outstanding WRs (<= dom->max_qp_wr) */
+    /* server side: the regions this ep's peer may access (tcp enforces per
+     * session; verbs relies on the PD and each MR's access flags). */
+    struct rw_mr *const *exposed;
+    size_t n_exposed;
+    /* tcp server side: the local address to advertise in the GID when the
+     * domain listens on a wildcard address (the control connection's local
+     * address); NULL otherwise. */
+    const struct sockaddr_storage *advertise;
+};
+
+/* Generic part of an endpoint. */
+struct rw_ep {
+    struct rw_domain *dom;
+    struct rw_qp_id local;  /* our identity, sent in the handshake */
+};
+
+/* One work request.  `local` lies inside `mr`. */
+struct rw_wr {
+    uint64_t wr_id;
+    enum rw_opcode opcode;
+    void *local;
+    struct rw_mr *mr;
+    uint32_t length;        /* 1..dom->max_msg */
+    uint64_t remote_addr;
+    uint32_t rkey;
+    int signaled;           /* verbs may leave unsignaled WRs out of the CQ;
+                               the rail layer always signals the last WR of a
+                               chain, and tcp completes every WR */
+};
+
+/* One completion.  status: 0, RAILWIRE_E_REMOTE_ACCESS (the op was refused;
+ * the ep may still be usable on tcp), RAILWIRE_E_RAIL_DOWN (the ep failed or
+ * was killed: the op did not complete and may be re-issued elsewhere),
+ * RAILWIRE_E_RETRY_EXCEEDED, RAILWIRE_E_TIMEOUT, ... */
+struct rw_wc {
+    uint64_t wr_id;
+    int status;
+    uint32_t byte_len;
+};
+
+struct rw_transport_ops {
+    const char *name; /* "tcp" or "verbs" */
+
+    int (*domain_open)(const struct rw_domain_cfg *cfg, struct rw_domain **out);
+    void (*domain_close)(struct rw_domain *dom);
+
+    /* Registers [addr, addr+len) with RW_ACCESS_* `access`. */
+    int (*mr_reg)(struct rw_domain *dom, void *addr, size_t len, int access, struct rw_mr **out);
+    void (*mr_dereg)(struct rw_mr *mr);
+
+    /* Creates an endpoint and fills (*out)->local with its identity. */
+    int (*ep_create)(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_ep **out);
+    /* Connects to the peer's identity.  Client: makes the rail usable for
+     * posting (tcp: connect + authenticate).  Server: completes the rail
+     * (tcp: waits for the client's connection that names this ep; verbs:
+     * RTR/RTS).  Bounded by timeout_ms. */
+    int (*ep_connect)(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
+    /* Posts n WRs in order.  Returns how many were accepted (all of them, or
+     * fewer when the queue is full) or a negative code if the ep is dead. */
+    int (*ep_post)(struct rw_ep *ep, const struct rw_wr *wrs, size_t n);
+    /* Non-blocking: moves up to max completions into wcs; returns the count. */
+    int (*ep_poll)(struct rw_ep *ep, struct rw_wc *wcs, int max);
+    /* An fd that becomes readable when completions may be ready after
+     * ep_arm(); -1 if the transport must be busy-polled. */
+    int (*ep_wait_fd)(struct rw_ep *ep);
+    /* Re-arms the notification before sleeping on ep_wait_fd (clears a stale
+     * wakeup).  The caller polls once more after arming, then sleeps. */
+    int (*ep_arm)(struct rw_ep *ep);
+    /* Forces the ep into the failed state: every outstanding WR completes
+     * with RAILWIRE_E_RAIL_DOWN, and once ep_kill returns no outstanding WR
+     * touches its local buffer again. */
+    void (*ep_kill)(struct rw_ep *ep);
+    void (*ep_destroy)(struct rw_ep *ep);
+};
+
+/* The built-in transports.  rw_verbs_ops exists only when RAILWIRE_HAVE_VERBS. */
+extern const struct rw_transport_ops rw_tcp_ops;
+#if RAILWIRE_HAVE_VERBS
+extern const struct rw_transport_ops rw_verbs_ops;
+/* Returns 1 if at least one active RDMA port exists (for TRANSPORT_AUTO). */
+int rw_verbs_available(void);
+#endif
+
+#endif
