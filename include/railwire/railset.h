@@ -41,10 +41,14 @@ typedef struct railwire_railset_opts {
     const char *const *devices;
     int gid_index;                     /* verbs: -1 = choose (default) */
     unsigned mtu;                      /* verbs: path MTU cap, 0 = 4096 */
-    size_t slice_size;                 /* striping unit in bytes, 0 = default */
-    unsigned queue_depth;              /* slices in flight per rail, 0 = default */
+    size_t slice_size;                 /* striping unit in bytes, 0 = default (512 KiB);
+                                          capped by the transport's largest message.
+                                          A transfer <= slice_size goes whole to one rail */
+    unsigned queue_depth;              /* slices in flight per rail, 0 = default (16);
+                                          capped by the device's queue size */
     int connect_timeout_ms;            /* default 5000 */
-    int io_timeout_ms;                 /* handshake reads/writes, default 10000 */
+    int io_timeout_ms;                 /* bounds each handshake step (params, ids, ack)
+                                          as a whole and each rail connect; default 10000 */
     int op_timeout_ms;                 /* a slice outstanding longer than this
                                           marks its rail dead, default 10000 */
 } railwire_railset_opts;
@@ -53,9 +57,15 @@ typedef struct railwire_railset_opts {
 RAILWIRE_API void railwire_railset_opts_init(railwire_railset_opts *o);
 
 /* Connects to `host`:`port` (IPv4, IPv6 or a name), runs the handshake and
- * brings up every rail, or fails as a whole (peer-rejected, refused,
- * timeout, ... with the reason logged).  On success *out is owned by the
- * caller; release it with railwire_railset_close(). */
+ * brings up every rail, or fails as a whole with the reason logged:
+ * RAILWIRE_E_PEER_REJECTED (the server closed before its params: a cap, the
+ * rail count or the dialect; see the server's log), RAILWIRE_E_REFUSED (ack
+ * != 0), RAILWIRE_E_TRUNCATED, RAILWIRE_E_TIMEOUT (connect or a handshake
+ * read/write ran out of time), RAILWIRE_E_CONNECT (refused, unreachable,
+ * unknown name), RAILWIRE_E_INVALID (bad options), a wire class error or a
+ * transport error.  `o` may be NULL (defaults).  On success *out is owned by
+ * the caller; release it with railwire_railset_close().  The control
+ * connection stays open as the session's liveness signal until close. */
 RAILWIRE_API int railwire_railset_connect(const char *host, const char *port,
                                           const railwire_railset_opts *o, railwire_railset **out);
 
@@ -93,9 +103,12 @@ typedef struct railwire_op {
     uint64_t user_data;     /* returned in the completion */
 } railwire_op;
 
-/* Submits one transfer.  Returns 0 and sets *handle, or an error (invalid
- * op: nothing was submitted).  Never blocks on the network: what does not
- * fit the rails' queues waits in order inside the railset. */
+/* Submits one transfer.  Returns 0 and sets *handle, or an error and
+ * nothing was submitted: RAILWIRE_E_INVALID (length 0, local range outside
+ * mr, remote offset + length overflowing), RAILWIRE_E_REMOTE_ACCESS (RO:
+ * no such layer), RAILWIRE_E_ALL_RAILS_DOWN.  Never blocks on the network:
+ * what does not fit the rails' queues waits in order inside the railset.
+ * The local buffer must stay untouched until the transfer completes. */
 RAILWIRE_API int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle *handle);
 
 /* Submits n transfers; handles[i] receives op i's handle.  Returns the number
@@ -114,11 +127,15 @@ typedef struct railwire_completion {
 } railwire_completion;
 
 /* Makes progress and returns up to `max` finished transfers without
- * blocking: the count (>= 0) or an error. */
+ * blocking: the count (>= 0) or RAILWIRE_E_INVALID.  A finished transfer is
+ * returned exactly once, by poll, wait or the synchronous helper that
+ * submitted it. */
 RAILWIRE_API int railwire_poll(railwire_railset *rs, railwire_completion *out, int max);
 
 /* Like railwire_poll but waits up to timeout_ms (< 0: 24 hours at most) for
- * at least one completion.  Returns the count, or RAILWIRE_E_TIMEOUT. */
+ * at least one completion.  Returns the count (>= 1), or RAILWIRE_E_TIMEOUT
+ * (also at once when nothing is pending).  Sleeps in poll() on the rails'
+ * completion channels rather than spinning. */
 RAILWIRE_API int railwire_wait(railwire_railset *rs, railwire_completion *out, int max, int timeout_ms);
 
 /* Synchronous helpers: submit one transfer and wait for it (other

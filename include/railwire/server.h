@@ -51,16 +51,21 @@ typedef struct railwire_server_opts {
     /* Caps, checked before anything is allocated for a client. */
     unsigned max_rails_per_client;     /* default 8 (RW may allow up to 255) */
     unsigned max_clients;              /* concurrent sessions, default 64 */
-    uint64_t max_bytes;                /* RO: total bytes of the layers, RW: arena size; 0 = no cap */
-    int io_timeout_ms;                 /* per handshake read/write, default 10000 */
+    uint64_t max_bytes;                /* RO: total bytes of the layers, RW: arena size;
+                                          create fails with RAILWIRE_E_LIMIT above it; 0 = no cap */
+    int io_timeout_ms;                 /* bounds each handshake step (request, ids, ack)
+                                          as a whole and each rail connect; default 10000 */
 } railwire_server_opts;
 
 /* Fills *o with the defaults. */
 RAILWIRE_API void railwire_server_opts_init(railwire_server_opts *o);
 
-/* Registers the memory, binds the listening port and starts serving in
- * background threads.  On success *out is owned by the caller; release it
- * with railwire_server_destroy(). */
+/* Registers the memory (once per domain), binds the listening port and
+ * starts serving in background threads: one accept thread, one thread per
+ * client session.  Returns 0, RAILWIRE_E_INVALID (bad options),
+ * RAILWIRE_E_LIMIT (over max_bytes), RAILWIRE_E_CONNECT (cannot listen), or a
+ * transport error.  On success *out is owned by the caller; release it with
+ * railwire_server_destroy(). */
 RAILWIRE_API int railwire_server_create(const railwire_server_opts *o, railwire_server **out);
 
 /* The bound control port (useful with listen_port "0"). */
@@ -70,7 +75,8 @@ RAILWIRE_API unsigned railwire_server_port(const railwire_server *srv);
 RAILWIRE_API unsigned railwire_server_sessions(const railwire_server *srv);
 
 /* Stops accepting, closes every session, deregisters the memory and frees
- * the server.  NULL is a no-op. */
+ * the server.  Returns within about the accept poll interval plus any rail
+ * connect in progress (bounded by io_timeout_ms).  NULL is a no-op. */
 RAILWIRE_API void railwire_server_destroy(railwire_server *srv);
 
 #ifdef __cplusplus

@@ -85,6 +85,15 @@ struct rw_ep_cfg {
      * domain listens on a wildcard address (the control connection's local
      * address); NULL otherwise. */
     const struct sockaddr_storage *advertise;
+    /* tcp client side: when non-zero, ep_connect returns once the rail's
+     * connection is up and its hello is sent, without waiting for the
+     * server's verdict, so the rails of one railset come up in parallel
+     * rather than one round trip each.  A refusal then kills the ep later
+     * (its WRs complete with RAILWIRE_E_RAIL_DOWN); the handshake's ack
+     * still says whether the server accepted every rail.  0 (default):
+     * ep_connect returns only once the server attached the rail.  verbs
+     * ignores it. */
+    int lazy_verdict;
 };
 
 /* Generic part of an endpoint. */
@@ -132,7 +141,11 @@ struct rw_transport_ops {
     /* Connects to the peer's identity.  Client: makes the rail usable for
      * posting (tcp: connect + authenticate).  Server: completes the rail
      * (tcp: waits for the client's connection that names this ep; verbs:
-     * RTR/RTS).  Bounded by timeout_ms. */
+     * RTR/RTS).  Bounded by timeout_ms.  Order used by src/rail/: the
+     * client sends its identities on the control connection first, then
+     * calls ep_connect on each rail while the server, having read them,
+     * calls ep_connect on its side; the ack follows.  So a client-side
+     * ep_connect may wait for the server's side to act. */
     int (*ep_connect)(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
     /* Posts n WRs in order.  Returns how many were accepted (all of them, or
      * fewer when the queue is full) or a negative code if the ep is dead. */
@@ -150,6 +163,15 @@ struct rw_transport_ops {
      * touches its local buffer again. */
     void (*ep_kill)(struct rw_ep *ep);
     void (*ep_destroy)(struct rw_ep *ep);
+
+    /* Optional (NULL: call mr_reg per domain).  Registers [addr, addr+len)
+     * with `access` on n domains of this transport at once (verbs: one
+     * thread per distinct device for large regions, and a region already
+     * registered on a device is reused); out[i] is doms[i]'s registration,
+     * each released with mr_dereg.  Returns 0, or an error with nothing left
+     * registered. */
+    int (*mr_reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len,
+                        int access, struct rw_mr **out);
 };
 
 /* The built-in transports.  rw_verbs_ops exists only when RAILWIRE_HAVE_VERBS. */

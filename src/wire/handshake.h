@@ -40,6 +40,7 @@ struct rw_hs_client {
     uint8_t *tx;                   /* pending output (owned) */
     size_t tx_len, tx_off;
     int stage;                     /* internal */
+    struct rw_frame frame;         /* internal: framing of the reply being received */
 };
 
 /* Starts a client asking for `n_rails` (1..255; RO: 1..8) in `dialect`.  The
@@ -55,13 +56,17 @@ void rw_hs_client_sent(struct rw_hs_client *c, size_t n);
 ssize_t rw_hs_client_feed(struct rw_hs_client *c, const uint8_t *buf, size_t len);
 /* The peer closed the stream.  Returns the class error (peer-rejected before
  * the first byte of the reply, truncated later) and enters FAILED; returns 0
- * if the conversation was already DONE. */
+ * if the conversation was already DONE, and the first error if already FAILED. */
 int rw_hs_client_eof(struct rw_hs_client *c);
 /* Gives the client's n_rails QP identities (state NEED_LOCAL); the second
  * message becomes pending.  Returns 0, RAILWIRE_E_STATE or RAILWIRE_E_INVALID. */
 int rw_hs_client_set_local(struct rw_hs_client *c, const struct rw_qp_id *ids, unsigned n);
 /* The decoded server params (valid from NEED_LOCAL on; owned by c). */
 const struct rw_server_reply *rw_hs_client_reply(const struct rw_hs_client *c);
+/* How many more bytes the message being received needs at least (0 unless
+ * state RECV).  A driver may read exactly this many so it never reads past
+ * the message; feeding more is also fine (feed stops at the message's end). */
+size_t rw_hs_client_need(const struct rw_hs_client *c);
 /* Frees everything c owns. */
 void rw_hs_client_fini(struct rw_hs_client *c);
 
@@ -77,14 +82,22 @@ struct rw_hs_server {
     uint8_t *tx;
     size_t tx_len, tx_off;
     int stage;
+    struct rw_frame frame;         /* internal: framing of the ids being received */
 };
 
-/* Starts a server side in `dialect`, waiting for the request byte. */
+/* Starts a server side in `dialect`, waiting for the request byte.  Returns
+ * 0 or RAILWIRE_E_INVALID.  Release with rw_hs_server_fini() in every case. */
 int rw_hs_server_init(struct rw_hs_server *s, enum railwire_dialect dialect);
+/* Sets *data to the bytes to send now and returns their count (0: none). */
 size_t rw_hs_server_pending(const struct rw_hs_server *s, const uint8_t **data);
+/* Marks `n` pending bytes as sent. */
 void rw_hs_server_sent(struct rw_hs_server *s, size_t n);
+/* Consumes received bytes: the request byte (then NEED_PARAMS), later the
+ * client's ids (then NEED_DECISION).  Returns how many were used or a
+ * RAILWIRE_E_* class error (state FAILED). */
 ssize_t rw_hs_server_feed(struct rw_hs_server *s, const uint8_t *buf, size_t len);
-/* The client closed: truncated (or 0 if DONE); state FAILED. */
+/* The client closed: truncated, state FAILED (0 if DONE or REJECTED; the
+ * first error if already FAILED). */
 int rw_hs_server_eof(struct rw_hs_server *s);
 /* NEED_PARAMS: grant s->n_rails rails with these params (n must equal
  * s->n_rails; copied).  Returns 0, RAILWIRE_E_INVALID (e.g. 0 layers,
@@ -96,6 +109,9 @@ int rw_hs_server_reject(struct rw_hs_server *s);
 /* NEED_DECISION: queue the ack (accept: STATUS_OK, else STATUS_ERR); DONE
  * once it is sent. */
 int rw_hs_server_decide(struct rw_hs_server *s, int accept);
+/* Like rw_hs_client_need(): bytes the message being received still needs. */
+size_t rw_hs_server_need(const struct rw_hs_server *s);
+/* Frees everything s owns. */
 void rw_hs_server_fini(struct rw_hs_server *s);
 
 #endif

@@ -99,6 +99,40 @@ static inline const uint8_t *rw_get_le64(uint64_t *v, const uint8_t *p)
     return p + 8;
 }
 
+/* --- incremental framing (used by the decoders and the state machines) ---
+ * A frame tracks how many bytes the message needs from the fields seen so
+ * far and validates each field once, as soon as it is complete, so feeding a
+ * message in pieces of any size costs time linear in its length. */
+enum rw_frame_kind {
+    RW_FRAME_RO_REPLY,      /* u8 n (1..8, == want) | n x RO server params */
+    RW_FRAME_RW_REPLY,      /* u8 n (== want) | n x RW server params */
+    RW_FRAME_CLIENT_IDS,    /* u8 n (== want) | n x QP identity */
+    RW_FRAME_CLIENT_STREAM, /* u8 request (== want) | u8 n (== want) | n x QP identity */
+};
+
+struct rw_frame {
+    enum rw_frame_kind kind;
+    unsigned want;   /* the rail count the client asked for */
+    size_t need;     /* bytes the message needs, as far as its fields say so far */
+    size_t pos;      /* internal: start of the record being framed */
+    unsigned rails;  /* the framed rail count (valid once the header is checked) */
+    unsigned rail;   /* internal: rails framed so far */
+    int phase;       /* internal */
+    int error;       /* the sticky class error once one was found, else 0 */
+};
+
+/* Starts framing one message of `kind` from a client that asked for `want`
+ * rails.  No allocation; nothing to release. */
+void rw_frame_init(struct rw_frame *f, enum rw_frame_kind kind, unsigned want);
+/* Validates the fields of buf[0..len) not seen before.  `buf` holds the
+ * message from its first byte and extends what earlier calls saw.  Returns
+ * the whole message's size once len >= that size (extra bytes are not
+ * looked at), RAILWIRE_E_NEED_MORE while it is incomplete (f->need then says
+ * how many bytes to have before calling again), or the class error (sticky). */
+ssize_t rw_frame_scan(struct rw_frame *f, const uint8_t *buf, size_t len);
+/* The size of the largest legal message of `kind` (any want). */
+size_t rw_frame_max_size(enum rw_frame_kind kind);
+
 /* --- records --- */
 ssize_t rw_encode_qp_id(uint8_t *out, size_t cap, const struct rw_qp_id *id);
 ssize_t rw_decode_qp_id(const uint8_t *buf, size_t len, struct rw_qp_id *id);

@@ -1,13 +1,327 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER: replaced by the real `railwire serve` before any commit. */
+/* `railwire serve`: publish read-only layers (files mapped read-only, one
+ * layer each) or one read-write arena (anonymous memory) on a listening
+ * address until SIGINT or SIGTERM. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <railwire.h>
+
+#include "bench_pattern.h"
+#include "bench_util.h"
 #include "commands.h"
+
+#define SERVE_MAX_ADDRS 64
+
+static const char serve_usage[] =
+    "usage: railwire serve --dialect ro --listen HOST:PORT --layer FILE [--layer FILE ...] [OPTIONS]\n"
+    "       railwire serve --dialect rw --listen HOST:PORT --arena SIZE [OPTIONS]\n"
+    "\n"
+    "Publish memory to railwire clients until SIGINT or SIGTERM.  RO: each FILE is\n"
+    "mapped read-only and published as one layer (layer i = the i-th --layer).\n"
+    "RW: one arena of SIZE bytes of anonymous memory (zeroed) that clients may\n"
+    "READ and WRITE.  HOST may be an IPv6 literal in brackets ([::1]:7000); PORT 0\n"
+    "picks a free port.  Prints \"listening on HOST:PORT\" once ready, then logs\n"
+    "every session (peer, rails, why rejected) with timestamps on stderr.\n"
+    "\n"
+    "options:\n"
+    "  --dialect ro|rw        handshake dialect of the port (required)\n"
+    "  --listen HOST:PORT     control address (required)\n"
+    "  --layer FILE           RO: a layer (repeatable, 1..4096, non-empty files)\n"
+    "  --arena SIZE           RW: arena size, e.g. 64M, 1G (K/M/G/T suffixes)\n"
+    "  --fill                 RW: fill the arena with the bench pattern (seed 0) so\n"
+    "                         `railwire bench --read --verify` can check it\n"
+    "  --rail-addr ADDR       tcp: address a rail listener binds to (repeatable;\n"
+    "                         rail i uses the (i mod n)-th; default: HOST)\n"
+    "  --transport T          tcp, verbs or auto (default auto: verbs if an active\n"
+    "                         RDMA port exists, else tcp)\n"
+    "  --device DEV[:PORT]    verbs: device of the rails (repeatable)\n"
+    "  --gid-index N          verbs: GID index (default: choose)\n"
+    "  --max-rails N          cap: rails per client (default 8)\n"
+    "  --max-clients N        cap: concurrent sessions (default 64)\n"
+    "  --max-bytes SIZE       cap: bytes published (RO: all layers, RW: the arena)\n"
+    "  --io-timeout MS        per handshake read/write (default 10000)\n"
+    "  -v, --verbose          debug logging (RAILWIRE_LOG=... also works)\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "exit status: 0 after a clean stop, 1 if the server could not start, 2 on a\n"
+    "usage error.\n";
+
+struct serve_layer {
+    void *addr;
+    size_t len;
+};
+
+static int map_layer(const char *path, struct serve_layer *out)
+{
+    struct stat st;
+    void *p;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "error: layer '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) < 0) {
+        fprintf(stderr, "error: layer '%s': fstat: %s\n", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "error: layer '%s' is not a regular file\n", path);
+        goto fail;
+    }
+    if (st.st_size == 0) {
+        fprintf(stderr, "error: layer '%s' is empty (a layer must hold at least one byte)\n", path);
+        goto fail;
+    }
+    p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "error: layer '%s': mmap of %lld bytes: %s\n", path, (long long)st.st_size,
+                strerror(errno));
+        goto fail;
+    }
+    close(fd);
+    out->addr = p;
+    out->len = (size_t)st.st_size;
+    return 0;
+fail:
+    close(fd);
+    return -1;
+}
 
 int cmd_serve(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "railwire serve: not built yet\n");
-    return 1;
+    enum { O_DIALECT = 256, O_LISTEN, O_LAYER, O_ARENA, O_FILL, O_RAIL_ADDR, O_TRANSPORT,
+           O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT };
+    static const struct option longopts[] = {
+        {"dialect", required_argument, NULL, O_DIALECT},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"layer", required_argument, NULL, O_LAYER},
+        {"arena", required_argument, NULL, O_ARENA},
+        {"fill", no_argument, NULL, O_FILL},
+        {"rail-addr", required_argument, NULL, O_RAIL_ADDR},
+        {"transport", required_argument, NULL, O_TRANSPORT},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"gid-index", required_argument, NULL, O_GID},
+        {"max-rails", required_argument, NULL, O_MAX_RAILS},
+        {"max-clients", required_argument, NULL, O_MAX_CLIENTS},
+        {"max-bytes", required_argument, NULL, O_MAX_BYTES},
+        {"io-timeout", required_argument, NULL, O_IO_TIMEOUT},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    railwire_server_opts o;
+    railwire_server *srv = NULL;
+    const char *layer_paths[4096];
+    unsigned n_layer_paths = 0;
+    const char *rail_addrs[SERVE_MAX_ADDRS], *devices[SERVE_MAX_ADDRS];
+    unsigned n_rail_addrs = 0, n_devices = 0;
+    struct serve_layer *layers = NULL;
+    railwire_region *regions = NULL;
+    unsigned n_mapped = 0;
+    void *arena = NULL;
+    uint64_t arena_size = 0, max_bytes = 0, total = 0;
+    int have_dialect = 0, fill = 0, verbose = 0, rc = 2, c;
+    char host[256] = "", port[16] = "", where[300], sz[32];
+    unsigned long v;
+    sigset_t sigs;
+    int sig;
+
+    railwire_server_opts_init(&o);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_DIALECT:
+            if (tool_parse_dialect(optarg, &o.dialect) < 0)
+                return 2;
+            have_dialect = 1;
+            break;
+        case O_LISTEN:
+            if (tool_parse_hostport(optarg, "listen address", host, sizeof(host), port,
+                                    sizeof(port)) < 0)
+                return 2;
+            break;
+        case O_LAYER:
+            if (n_layer_paths == 4096) {
+                fprintf(stderr, "error: at most 4096 layers\n");
+                return 2;
+            }
+            layer_paths[n_layer_paths++] = optarg;
+            break;
+        case O_ARENA:
+            if (tool_parse_size(optarg, "arena size", 0, &arena_size) < 0)
+                return 2;
+            if (arena_size > SIZE_MAX / 2) {
+                fprintf(stderr, "error: arena size '%s' is too large\n", optarg);
+                return 2;
+            }
+            break;
+        case O_FILL:
+            fill = 1;
+            break;
+        case O_RAIL_ADDR:
+        case O_DEVICE:
+            if ((c == O_RAIL_ADDR ? n_rail_addrs : n_devices) == SERVE_MAX_ADDRS) {
+                fprintf(stderr, "error: at most %d --rail-addr/--device\n", SERVE_MAX_ADDRS);
+                return 2;
+            }
+            if (c == O_RAIL_ADDR)
+                rail_addrs[n_rail_addrs++] = optarg;
+            else
+                devices[n_devices++] = optarg;
+            break;
+        case O_TRANSPORT:
+            if (tool_parse_transport(optarg, &o.transport) < 0)
+                return 2;
+            break;
+        case O_GID:
+            if (tool_parse_uint(optarg, "gid index", 0, 255, &v) < 0)
+                return 2;
+            o.gid_index = (int)v;
+            break;
+        case O_MAX_RAILS:
+            if (tool_parse_uint(optarg, "--max-rails", 1, 255, &v) < 0)
+                return 2;
+            o.max_rails_per_client = (unsigned)v;
+            break;
+        case O_MAX_CLIENTS:
+            if (tool_parse_uint(optarg, "--max-clients", 1, 1000000, &v) < 0)
+                return 2;
+            o.max_clients = (unsigned)v;
+            break;
+        case O_MAX_BYTES:
+            if (tool_parse_size(optarg, "--max-bytes", 0, &max_bytes) < 0)
+                return 2;
+            o.max_bytes = max_bytes;
+            break;
+        case O_IO_TIMEOUT:
+            if (tool_parse_uint(optarg, "--io-timeout", 1, 3600000, &v) < 0)
+                return 2;
+            o.io_timeout_ms = (int)v;
+            break;
+        case 'v':
+            verbose = 1;
+            break;
+        case 'h':
+            fputs(serve_usage, stdout);
+            return 0;
+        default:
+            fprintf(stderr, "run `railwire serve --help` for the options\n");
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "error: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!have_dialect || !host[0]) {
+        fprintf(stderr, "error: --dialect and --listen are required\n%s", serve_usage);
+        return 2;
+    }
+    if (o.dialect == RAILWIRE_DIALECT_RO && (!n_layer_paths || arena_size || fill)) {
+        fprintf(stderr, "error: --dialect ro takes one or more --layer FILE (and no --arena/--fill)\n");
+        return 2;
+    }
+    if (o.dialect == RAILWIRE_DIALECT_RW && (!arena_size || n_layer_paths)) {
+        fprintf(stderr, "error: --dialect rw takes --arena SIZE (and no --layer)\n");
+        return 2;
+    }
+
+    railwire_log_set_sink(tool_log_sink, stderr);
+    if (verbose)
+        railwire_log_set_level(RAILWIRE_LOG_DEBUG);
+    else
+        tool_log_level_default(RAILWIRE_LOG_INFO);
+
+    rc = 1;
+    if (o.dialect == RAILWIRE_DIALECT_RO) {
+        layers = calloc(n_layer_paths, sizeof(*layers));
+        regions = calloc(n_layer_paths, sizeof(*regions));
+        if (!layers || !regions) {
+            fprintf(stderr, "error: out of memory\n");
+            goto out;
+        }
+        for (; n_mapped < n_layer_paths; n_mapped++) {
+            if (map_layer(layer_paths[n_mapped], &layers[n_mapped]) < 0)
+                goto out;
+            regions[n_mapped].addr = layers[n_mapped].addr;
+            regions[n_mapped].len = layers[n_mapped].len;
+            total += layers[n_mapped].len;
+        }
+        o.layers = regions;
+        o.n_layers = n_layer_paths;
+    } else {
+        arena = mmap(NULL, (size_t)arena_size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (arena == MAP_FAILED) {
+            arena = NULL;
+            fprintf(stderr, "error: cannot allocate an arena of %llu bytes: %s\n",
+                    (unsigned long long)arena_size, strerror(errno));
+            goto out;
+        }
+        if (fill)
+            bench_pattern_fill(arena, (size_t)arena_size, 0, 0, 0);
+        o.arena.addr = arena;
+        o.arena.len = (size_t)arena_size;
+        total = arena_size;
+    }
+    o.listen_host = host;
+    o.listen_port = port;
+    o.rail_addrs = n_rail_addrs ? rail_addrs : NULL;
+    o.n_rail_addrs = n_rail_addrs;
+    o.devices = n_devices ? devices : NULL;
+    o.n_devices = n_devices;
+
+    /* Block the stop signals before the server starts its threads so they
+     * inherit the mask and only sigwait() below receives them. */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+    c = railwire_server_create(&o, &srv);
+    if (c < 0) {
+        fprintf(stderr, "error: cannot start the server on %s:%s: %s: %s\n", host, port,
+                railwire_error_class(c), railwire_strerror(c));
+        goto out;
+    }
+    tool_format_hostport(where, sizeof(where), host, railwire_server_port(srv));
+    tool_format_size(sz, sizeof(sz), total);
+    if (o.dialect == RAILWIRE_DIALECT_RO)
+        printf("listening on %s (dialect ro, %u layer%s, %s)\n", where, n_mapped,
+               n_mapped == 1 ? "" : "s", sz);
+    else
+        printf("listening on %s (dialect rw, arena %s%s)\n", where, sz, fill ? ", pattern-filled" : "");
+    fflush(stdout);
+
+    for (;;) {
+        if (sigwait(&sigs, &sig) == 0)
+            break;
+    }
+    fprintf(stderr, "railwire serve: %s received, stopping (%u live session%s)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", railwire_server_sessions(srv),
+            railwire_server_sessions(srv) == 1 ? "" : "s");
+    railwire_server_destroy(srv);
+    srv = NULL;
+    rc = 0;
+out:
+    for (unsigned i = 0; i < n_mapped; i++)
+        munmap(layers[i].addr, layers[i].len);
+    free(layers);
+    free(regions);
+    if (arena)
+        munmap(arena, (size_t)arena_size);
+    railwire_log_set_sink(NULL, NULL);
+    return rc;
 }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs what railwire needs to build and test on Debian 12, only if missing.
+#   cmake, gcc, clang (libFuzzer), pkg-config: the build
+#   libcriterion-dev: the test suites
+#   libibverbs-dev, ibverbs-providers, rdma-core, ibverbs-utils, perftest: the verbs transport and its benchmark
+#   python3: the independent handshake peer used by the end-to-end tests
+#   iproute2, nftables: network-namespace fault tests (rail reset / packet drop)
+#   qemu-system-x86, busybox-static: the soft-RoCE VM that runs the verbs suite
+set -euo pipefail
+pkgs=(cmake make gcc clang pkg-config libcriterion-dev libibverbs-dev ibverbs-providers
+      rdma-core ibverbs-utils perftest python3 iproute2 nftables qemu-system-x86 busybox-static
+      libclang-rt-14-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds railwire and runs every test stage; exits non-zero on any failure.
+#   1. release build, warnings as errors: unit, golden, end-to-end, install
+#      consumer suites (ctest); the verbs suites skip here without RDMA devices
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build: the same suites
+#      (LeakSanitizer included)
+#   3. libFuzzer harnesses, briefly (tests/fuzz/run.sh --seconds N for longer)
+#   4. the verbs suite and benchmark inside a soft-RoCE (rdma_rxe) VM
+# Skip stages with RAILWIRE_SKIP=asan,fuzz,vm (comma list) for a quick local run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh || exit 1
+jobs=$(nproc)
+# Only sanitizer builds read these.  Criterion reports a test's result before
+# the test process exits, so a leak found at exit would not fail the test:
+# every sanitizer report is also written under $san_logs, and any file there
+# fails the stage.
+san_logs=$(pwd)/build-asan/sanitizer-reports
+
+skip=",${RAILWIRE_SKIP:-},"
+passed=0 failed=0 failed_names=()
+stage() {  # stage NAME CMD...
+  local name=$1; shift
+  echo "===== stage: $name"
+  if "$@"; then passed=$((passed + 1)); echo "===== stage $name: ok"
+  else failed=$((failed + 1)); failed_names+=("$name"); echo "===== stage $name: FAILED"; fi
+}
+build_and_test() {  # build_and_test DIR CMAKE_ARGS...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -DRAILWIRE_WERROR=ON "$@" &&
+    cmake --build "$dir" -j"$jobs" &&
+    ctest --test-dir "$dir" --output-on-failure --timeout 900
+}
+stage release build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+sanitizer_stage() {
+  rm -rf "$san_logs" && mkdir -p "$san_logs" || return 1
+  local rc=0
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$san_logs/asan \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$san_logs/ubsan \
+  build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DRAILWIRE_SANITIZE=ON || rc=1
+  if [ -n "$(ls -A "$san_logs")" ]; then
+    echo "sanitizer reports:"; cat "$san_logs"/*; rc=1
+  fi
+  return $rc
+}
+case $skip in *,asan,*) ;; *)
+  stage asan-ubsan sanitizer_stage ;;
+esac
+case $skip in *,fuzz,*) ;; *)
+  stage fuzz bash tests/fuzz/run.sh --build-dir build-fuzz --seconds "${RAILWIRE_FUZZ_SECONDS:-10}" ;;
+esac
+case $skip in *,vm,*) ;; *)
+  stage verbs-vm bash ci/verbs-vm.sh build ;;
+esac
+echo "railwire test stages: ${failed_names[*]:+failed: ${failed_names[*]}}"
+echo "stages: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* Failover: a rail that fails (a transport error in a completion, a failed
+ * post, or an operation older than the op timeout) is killed and reported
+ * down; its unfinished slices go back to the front of the pending FIFO and
+ * are re-issued on the surviving rails.  With no rail left, every
+ * unfinished transfer fails with RAILWIRE_E_ALL_RAILS_DOWN. */
+#include "common/log.h"
+#include "rail/railset_internal.h"
+
+int rw_failover_is_rail_error(int status)
+{
+    return status != 0 && status != RAILWIRE_E_REMOTE_ACCESS;
+}
+
+void rw_failover_fail_all(railwire_railset *rs, int status)
+{
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state == RAILWIRE_RAIL_UP && r->outstanding.head) {
+            /* Only reached for rails already killed; never finish a slice a
+             * live ep may still touch. */
+            continue;
+        }
+        while (r->outstanding.head) {
+            struct rw_slice *s = r->outstanding.head;
+            rw_slice_list_remove(&r->outstanding, s);
+            s->rail = -1;
+            rw_slice_finish(rs, s, status);
+        }
+        r->inflight_bytes = 0;
+    }
+    while (rs->pending.head) {
+        struct rw_slice *s = rs->pending.head;
+        rw_slice_list_remove(&rs->pending, s);
+        rw_slice_finish(rs, s, status);
+    }
+}
+
+void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason)
+{
+    struct rw_rail *r = &rs->rails[i];
+    if (r->stats.state == RAILWIRE_RAIL_DOWN)
+        return;
+    r->stats.state = RAILWIRE_RAIL_DOWN;
+    r->stats.down_reason = reason ? reason : RAILWIRE_E_RAIL_DOWN;
+    rs->n_live--;
+    /* After ep_kill returns no outstanding WR touches its buffer again, so
+     * the slices can safely be carried by another rail. */
+    rs->ops->ep_kill(r->ep);
+    size_t moved = r->outstanding.count;
+    for (struct rw_slice *s = r->outstanding.head; s; s = s->next)
+        s->rail = -1;
+    r->stats.reissued += moved;
+    r->inflight_bytes = 0;
+    r->blocked = 0;
+    rw_slice_list_prepend(&rs->pending, &r->outstanding);
+    if (rs->n_live > 0) {
+        rw_warn("rail %u (%s) is down (%s: %s); %zu unfinished slice(s) re-issued on %u "
+                "surviving rail(s)", i, r->stats.name, railwire_error_class(r->stats.down_reason),
+                railwire_strerror(r->stats.down_reason), moved, rs->n_live);
+        return;
+    }
+    rw_err("rail %u (%s) is down (%s); no rail is left: every unfinished transfer fails; "
+           "check the links, the server and its log", i, r->stats.name,
+           railwire_error_class(r->stats.down_reason));
+    rw_failover_fail_all(rs, RAILWIRE_E_ALL_RAILS_DOWN);
+}
+
+void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms)
+{
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state != RAILWIRE_RAIL_UP || !r->outstanding.head)
+            continue;
+        int64_t age = now_ms - r->outstanding.head->posted_ms;
+        if (age > rs->op_timeout_ms) {
+            rw_warn("rail %u (%s): an operation has been outstanding for %lld ms (op timeout "
+                    "%d ms): the link may be dropping packets", i, r->stats.name, (long long)age,
+                    rs->op_timeout_ms);
+            rw_failover_rail_down(rs, i, RAILWIRE_E_TIMEOUT);
+        }
+    }
+}

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/* Progress: poll every live rail, account completions per transfer and per
+ * rail, and deliver finished transfers through railwire_poll/railwire_wait.
+ * Waiting sleeps in poll() on the eps' wait fds after arming them, bounded
+ * by the caller's timeout and by the next op-timeout deadline. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "rail/railset_internal.h"
+
+#define RW_POLL_BATCH 64
+#define RW_MAX_WAIT_MS (24 * 3600 * 1000)
+
+void rw_xfer_free(struct rw_xfer *x)
+{
+    if (!x)
+        return;
+    if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
+        x->op.mr->users--; /* never completed: drop its use here */
+    free(x->slices);
+    free(x);
+}
+
+void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x->op.mr->users)
+        x->op.mr->users--;
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        rs->active_head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        rs->active_tail = x->prev;
+    x->next = NULL;
+    x->prev = rs->done_tail;
+    if (rs->done_tail)
+        rs->done_tail->next = x;
+    else
+        rs->done_head = x;
+    rs->done_tail = x;
+    rs->n_done++;
+}
+
+void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
+{
+    struct rw_xfer *x = s->xfer;
+    if (status && !x->status)
+        x->status = status;
+    if (++x->n_done == x->n_slices)
+        rw_xfer_complete(rs, x);
+}
+
+/* Accounts one completion of rail r; returns a rail-level error (the rail
+ * must go down) or 0. */
+static int account(railwire_railset *rs, struct rw_rail *r, const struct rw_wc *wc)
+{
+    struct rw_slice *s = (struct rw_slice *)(uintptr_t)wc->wr_id;
+    if (!s || s->rail != (int)r->index) {
+        rw_err("rail %u (%s): completion for an unknown operation (wr_id 0x%llx); the transport "
+               "is inconsistent, taking the rail down", r->index, r->stats.name,
+               (unsigned long long)wc->wr_id);
+        return RAILWIRE_E_PROTOCOL;
+    }
+    if (rw_failover_is_rail_error(wc->status)) {
+        r->stats.errors++;
+        return wc->status; /* the slice stays outstanding and is re-issued */
+    }
+    rw_slice_list_remove(&r->outstanding, s);
+    r->inflight_bytes -= s->length;
+    r->blocked = 0;
+    s->rail = -1;
+    if (wc->status == 0) {
+        r->stats.ops++;
+        if (s->xfer->op.opcode == RAILWIRE_OP_READ)
+            r->stats.bytes_read += s->length;
+        else
+            r->stats.bytes_written += s->length;
+    } else {
+        r->stats.errors++;
+        rw_warn("rail %u (%s): the peer refused an access (%s) to layer %u offset %llu length %u",
+                r->index, r->stats.name, railwire_error_class(wc->status), s->xfer->op.layer,
+                (unsigned long long)(s->xfer->op.remote_offset + s->offset), s->length);
+    }
+    rw_slice_finish(rs, s, wc->status);
+    return 0;
+}
+
+static int poll_rail(railwire_railset *rs, struct rw_rail *r)
+{
+    struct rw_wc wcs[RW_POLL_BATCH];
+    int total = 0, rail_err = 0;
+    for (;;) {
+        int n = rs->ops->ep_poll(r->ep, wcs, RW_POLL_BATCH);
+        if (n < 0) {
+            rail_err = n;
+            break;
+        }
+        for (int k = 0; k < n; k++) {
+            int e = account(rs, r, &wcs[k]);
+            if (e && !rail_err)
+                rail_err = e;
+        }
+        total += n;
+        if (n < RW_POLL_BATCH || rail_err)
+            break;
+    }
+    if (rail_err)
+        rw_failover_rail_down(rs, r->index, rail_err);
+    return total;
+}
+
+int rw_progress(railwire_railset *rs)
+{
+    int total = 0;
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        r->blocked = 0;
+        if (r->stats.state == RAILWIRE_RAIL_UP)
+            total += poll_rail(rs, r);
+    }
+    rw_failover_check_timeouts(rs, rw_now_ms());
+    rw_stripe_schedule(rs);
+    return total;
+}
+
+/* Removes x from the done list. */
+static void done_unlink(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        rs->done_head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        rs->done_tail = x->prev;
+    rs->n_done--;
+}
+
+static int deliver(railwire_railset *rs, railwire_completion *out, int max)
+{
+    int n = 0;
+    while (n < max && rs->done_head) {
+        struct rw_xfer *x = rs->done_head;
+        done_unlink(rs, x);
+        out[n].handle = x->handle;
+        out[n].user_data = x->op.user_data;
+        out[n].status = x->status;
+        out[n].length = x->op.length;
+        rw_xfer_free(x);
+        n++;
+    }
+    return n;
+}
+
+/* Sleeps until a rail may have completions, at most ms milliseconds.
+ * Returns the number of completions processed while arming. */
+static int sleep_on_rails(railwire_railset *rs, int ms)
+{
+    struct pollfd pfd[RAILWIRE_MAX_RAILS];
+    nfds_t n = 0;
+    int busy = rs->pending.head != NULL;
+    int64_t now = rw_now_ms();
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state != RAILWIRE_RAIL_UP)
+            continue;
+        if (r->outstanding.head) {
+            int64_t left = r->outstanding.head->posted_ms + rs->op_timeout_ms + 1 - now;
+            if (left < ms)
+                ms = left < 0 ? 0 : (int)left;
+        }
+        int fd = rs->ops->ep_wait_fd(r->ep);
+        if (fd < 0 || rs->ops->ep_arm(r->ep) < 0) {
+            busy = 1;
+            continue;
+        }
+        pfd[n].fd = fd;
+        pfd[n].events = POLLIN;
+        pfd[n].revents = 0;
+        n++;
+    }
+    int got = rw_progress(rs);
+    if (got > 0)
+        return got;
+    if (busy && ms > 1)
+        ms = 1;
+    if (n == 0 && ms > 0) {
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return 0;
+    }
+    if (poll(pfd, n, ms) < 0 && errno != EINTR)
+        rw_debug("progress: poll failed: %s", strerror(errno));
+    return 0;
+}
+
+int railwire_poll(railwire_railset *rs, railwire_completion *out, int max)
+{
+    if (!rs || max < 0 || (max > 0 && !out))
+        return RAILWIRE_E_INVALID;
+    rw_progress(rs);
+    return deliver(rs, out, max);
+}
+
+int railwire_wait(railwire_railset *rs, railwire_completion *out, int max, int timeout_ms)
+{
+    if (!rs || max <= 0 || !out)
+        return RAILWIRE_E_INVALID;
+    if (timeout_ms < 0 || timeout_ms > RW_MAX_WAIT_MS)
+        timeout_ms = RW_MAX_WAIT_MS;
+    int64_t deadline = rw_now_ms() + timeout_ms;
+    for (;;) {
+        rw_progress(rs);
+        if (rs->done_head)
+            return deliver(rs, out, max);
+        int left = rw_ms_left(deadline);
+        if (left == 0)
+            return RAILWIRE_E_TIMEOUT;
+        if (!rs->active_head)
+            return RAILWIRE_E_TIMEOUT; /* nothing can complete: do not sleep for nothing */
+        sleep_on_rails(rs, left);
+    }
+}
+
+/* Submits one transfer and waits for it alone; other completions stay queued. */
+static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *mr, void *local,
+                   size_t length, uint32_t layer, uint64_t remote_offset, int timeout_ms)
+{
+    railwire_op op = {.opcode = opc, .mr = mr, .local = local, .length = length,
+                      .layer = layer, .remote_offset = remote_offset};
+    railwire_handle h;
+    int rc = railwire_submit(rs, &op, &h);
+    if (rc < 0)
+        return rc;
+    if (timeout_ms < 0 || timeout_ms > RW_MAX_WAIT_MS)
+        timeout_ms = RW_MAX_WAIT_MS;
+    int64_t deadline = rw_now_ms() + timeout_ms;
+    for (;;) {
+        for (struct rw_xfer *x = rs->done_head; x; x = x->next) {
+            if (x->handle == h) {
+                done_unlink(rs, x);
+                rc = x->status;
+                rw_xfer_free(x);
+                return rc;
+            }
+        }
+        int left = rw_ms_left(deadline);
+        if (left == 0) {
+            rw_warn("transfer %llu did not finish within %d ms; it stays pending",
+                    (unsigned long long)h, timeout_ms);
+            return RAILWIRE_E_TIMEOUT;
+        }
+        if (rw_progress(rs) == 0)
+            sleep_on_rails(rs, left);
+    }
+}
+
+int railwire_read(railwire_railset *rs, railwire_mr *mr, void *local, size_t length, uint32_t layer,
+                  uint64_t remote_offset, int timeout_ms)
+{
+    return sync_op(rs, RAILWIRE_OP_READ, mr, local, length, layer, remote_offset, timeout_ms);
+}
+
+int railwire_write(railwire_railset *rs, railwire_mr *mr, const void *local, size_t length,
+                   uint32_t layer, uint64_t remote_offset, int timeout_ms)
+{
+    return sync_op(rs, RAILWIRE_OP_WRITE, mr, (void *)(uintptr_t)local, length, layer,
+                   remote_offset, timeout_ms);
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* The railset's life cycle, getters and statistics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "rail/railset_internal.h"
+
+void railwire_railset_opts_init(railwire_railset_opts *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof(*o));
+    o->dialect = RAILWIRE_DIALECT_RO;
+    o->transport = RAILWIRE_TRANSPORT_AUTO;
+    o->n_rails = 1;
+    o->gid_index = -1;
+    o->connect_timeout_ms = RW_DEFAULT_CONNECT_TIMEOUT_MS;
+    o->io_timeout_ms = RW_DEFAULT_IO_TIMEOUT_MS;
+    o->op_timeout_ms = RW_DEFAULT_OP_TIMEOUT_MS;
+}
+
+static unsigned rail_depth(const railwire_railset_opts *o, const struct rw_domain *dom)
+{
+    unsigned d = o->queue_depth ? o->queue_depth : RW_DEFAULT_QUEUE_DEPTH;
+    if (dom->max_qp_wr && d > dom->max_qp_wr)
+        d = dom->max_qp_wr;
+    return d ? d : 1;
+}
+
+int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
+                            const struct rw_rail_init *rails, unsigned n, railwire_railset **out)
+{
+    if (!ops || !o || !rails || !out || n == 0 || n > RAILWIRE_MAX_RAILS) {
+        rw_err("railset: invalid arguments (rail count %u, must be 1..%d)", n, RAILWIRE_MAX_RAILS);
+        return RAILWIRE_E_INVALID;
+    }
+    unsigned n_remote = rails[0].n_remote;
+    for (unsigned i = 0; i < n; i++) {
+        if (!rails[i].dom || !rails[i].ep || !rails[i].remote || rails[i].n_remote == 0) {
+            rw_err("railset: rail %u is incomplete", i);
+            return RAILWIRE_E_INVALID;
+        }
+        if (rails[i].n_remote != n_remote) {
+            rw_err("railset: rail %u has %u remote regions but rail 0 has %u; the server must "
+                   "publish the same layers on every rail", i, rails[i].n_remote, n_remote);
+            return RAILWIRE_E_PROTOCOL;
+        }
+    }
+    if (o->dialect == RAILWIRE_DIALECT_RW && n_remote != 1) {
+        rw_err("railset: RW dialect needs exactly one arena per rail, got %u", n_remote);
+        return RAILWIRE_E_INVALID;
+    }
+
+    railwire_railset *rs = calloc(1, sizeof(*rs));
+    if (!rs)
+        goto nomem;
+    rs->ops = ops;
+    rs->reg_multi = ops->mr_reg_multi;
+    rs->dialect = o->dialect;
+    rs->n_rails = n;
+    rs->n_live = n;
+    rs->n_layers = n_remote;
+    rs->op_timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : RW_DEFAULT_OP_TIMEOUT_MS;
+    rs->ctrl_fd = -1;
+    rs->next_handle = 1;
+    size_t slice = o->slice_size ? o->slice_size : RW_DEFAULT_SLICE_SIZE;
+    for (unsigned i = 0; i < n; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        r->remote = calloc(n_remote, sizeof(*r->remote));
+        if (!r->remote)
+            goto nomem_rs;
+        memcpy(r->remote, rails[i].remote, n_remote * sizeof(*r->remote));
+        r->n_remote = n_remote;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        r->index = i;
+        r->dom = rails[i].dom;
+        r->ep = rails[i].ep;
+        r->depth = rail_depth(o, r->dom);
+        if (r->dom->max_msg && slice > r->dom->max_msg)
+            slice = r->dom->max_msg;
+        r->stats.index = i;
+        r->stats.state = RAILWIRE_RAIL_UP;
+        r->stats.gbps = r->dom->gbps > 0 ? r->dom->gbps : 1.0;
+        snprintf(r->stats.name, sizeof(r->stats.name), "%s", r->dom->name);
+    }
+    if (slice > UINT32_MAX)
+        slice = UINT32_MAX;
+    rs->slice_size = slice;
+    *out = rs;
+    return 0;
+
+nomem_rs:
+    for (unsigned i = 0; i < n; i++)
+        free(rs->rails[i].remote);
+    free(rs);
+nomem:
+    rw_err("railset: out of memory");
+    return RAILWIRE_E_NOMEM;
+}
+
+void railwire_railset_close(railwire_railset *rs)
+{
+    if (!rs)
+        return;
+    /* Kill first so no outstanding operation touches a buffer after close. */
+    for (unsigned i = 0; i < rs->n_rails; i++)
+        if (rs->rails[i].ep && rs->rails[i].stats.state == RAILWIRE_RAIL_UP)
+            rs->ops->ep_kill(rs->rails[i].ep);
+    struct rw_xfer *x = rs->active_head;
+    while (x) {
+        struct rw_xfer *nx = x->next;
+        rw_xfer_free(x);
+        x = nx;
+    }
+    x = rs->done_head;
+    while (x) {
+        struct rw_xfer *nx = x->next;
+        rw_xfer_free(x);
+        x = nx;
+    }
+    for (unsigned i = 0; i < rs->n_rails; i++)
+        if (rs->rails[i].ep)
+            rs->ops->ep_destroy(rs->rails[i].ep);
+    while (rs->mrs) {
+        struct railwire_mr *m = rs->mrs;
+        m->users = 0;
+        railwire_mr_deregister(m);
+    }
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        if (rs->rails[i].dom)
+            rs->ops->domain_close(rs->rails[i].dom);
+        free(rs->rails[i].remote);
+    }
+    if (rs->ctrl_fd >= 0)
+        close(rs->ctrl_fd);
+    free(rs);
+}
+
+unsigned railwire_railset_rail_count(const railwire_railset *rs)
+{
+    return rs ? rs->n_rails : 0;
+}
+
+unsigned railwire_railset_layer_count(const railwire_railset *rs)
+{
+    return rs ? rs->n_layers : 0;
+}
+
+const char *railwire_railset_transport(const railwire_railset *rs)
+{
+    return rs && rs->ops ? rs->ops->name : "none";
+}
+
+int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out, unsigned max)
+{
+    if (!rs || (!out && max))
+        return RAILWIRE_E_INVALID;
+    for (unsigned i = 0; i < rs->n_rails && i < max; i++)
+        out[i] = rs->rails[i].stats;
+    return (int)rs->n_rails;
+}

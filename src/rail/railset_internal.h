@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/* The railset's private structures, shared by the files of src/rail/ that
+ * implement the client: railset.c (life cycle, stats), mr.c, stripe.c
+ * (slicing and rail choice), progress.c (completions, poll/wait),
+ * failover.c (dead rails, re-issue) and railset_connect.c (the handshake).
+ *
+ * rw_railset_create_local() builds a railset over rails that are already
+ * connected; railwire_railset_connect() uses it after the handshake, and the
+ * unit tests use it over a mock transport, with no network. */
+#ifndef RW_RAIL_RAILSET_INTERNAL_H
+#define RW_RAIL_RAILSET_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <railwire/railset.h>
+
+#include "transport/transport.h"
+#include "wire/wire.h"
+
+#define RW_DEFAULT_SLICE_SIZE (512u * 1024u)
+#define RW_DEFAULT_QUEUE_DEPTH 16u
+#define RW_DEFAULT_CONNECT_TIMEOUT_MS 5000
+#define RW_DEFAULT_IO_TIMEOUT_MS 10000
+#define RW_DEFAULT_OP_TIMEOUT_MS 10000
+
+struct rw_xfer;
+
+/* One piece of a transfer, carried by one work request.  Lives in its
+ * transfer's slice array; linked into exactly one list at a time: the
+ * railset's pending FIFO or its rail's outstanding list (oldest first). */
+struct rw_slice {
+    struct rw_xfer *xfer;
+    size_t offset;            /* from the start of the transfer */
+    uint32_t length;
+    int rail;                 /* rail carrying it, -1 while pending */
+    int64_t posted_ms;        /* when it was posted on `rail` */
+    struct rw_slice *prev, *next;
+};
+
+/* A doubly linked list of slices. */
+struct rw_slice_list {
+    struct rw_slice *head, *tail;
+    size_t count;
+};
+
+/* One submitted transfer.  Owned by the railset from submit until it has
+ * been delivered by poll/wait (or the railset is closed). */
+struct rw_xfer {
+    railwire_handle handle;
+    railwire_op op;
+    int status;               /* first error of any slice, 0 while fine */
+    size_t n_slices;
+    size_t n_done;            /* slices finished (success or final error) */
+    struct rw_slice *slices;  /* n_slices entries, owned */
+    struct rw_xfer *prev, *next; /* in the active or done list */
+};
+
+/* One rail: a domain and a connected ep, plus where the remote memory is as
+ * seen through this rail (each NIC may have its own base and rkey). */
+struct rw_rail {
+    unsigned index;
+    struct rw_domain *dom;    /* owned */
+    struct rw_ep *ep;         /* owned */
+    struct rw_mr_desc *remote; /* owned: RO layers or the RW arena (1 entry) */
+    unsigned n_remote;
+    unsigned depth;           /* bound on outstanding slices */
+    int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
+    uint64_t inflight_bytes;
+    struct rw_slice_list outstanding;
+    railwire_rail_stats stats;
+};
+
+/* A local registration: one rw_mr per rail's domain. */
+struct railwire_mr {
+    railwire_railset *rs;
+    void *addr;
+    size_t len;
+    unsigned users;           /* unfinished transfers that use it */
+    struct rw_mr *per_rail[RAILWIRE_MAX_RAILS]; /* owned */
+    struct railwire_mr *prev, *next;
+};
+
+struct railwire_railset {
+    const struct rw_transport_ops *ops;
+    enum railwire_dialect dialect;
+    unsigned n_rails;
+    unsigned n_live;
+    unsigned n_layers;        /* RO: layers per rail; RW: 1 */
+    size_t slice_size;        /* effective (<= every rail's max_msg) */
+    int op_timeout_ms;
+    int ctrl_fd;              /* control connection (liveness), -1 when none */
+    railwire_handle next_handle;
+    unsigned rr_start;        /* where the next rail choice starts scanning */
+    struct rw_rail rails[RAILWIRE_MAX_RAILS];
+    struct rw_slice_list pending; /* slices waiting for a rail, in order */
+    struct rw_xfer *active_head, *active_tail; /* submitted, not finished */
+    struct rw_xfer *done_head, *done_tail;     /* finished, not delivered */
+    size_t n_done;
+    struct railwire_mr *mrs;  /* every live registration */
+    /* ops->mr_reg_multi (verbs: in parallel per device, reusing a device's
+     * registration), or NULL: mr_reg on each domain. */
+    int (*reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
+                     struct rw_mr **out);
+};
+
+/* One rail handed to rw_railset_create_local(). */
+struct rw_rail_init {
+    struct rw_domain *dom;          /* ownership passes to the railset on success */
+    struct rw_ep *ep;               /* connected; ownership passes on success */
+    const struct rw_mr_desc *remote; /* copied */
+    unsigned n_remote;              /* RO: layer count (same on every rail); RW: 1 */
+};
+
+/* Builds a railset over `n` connected rails of transport `ops`, with the
+ * options of `o` (slice size, depth, op timeout, dialect; the rest is
+ * ignored).  Returns 0 and *out (caller owns; railwire_railset_close), or
+ * RAILWIRE_E_INVALID / RAILWIRE_E_NOMEM, in which case nothing of `rails`
+ * was taken over. */
+int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
+                            const struct rw_rail_init *rails, unsigned n, railwire_railset **out);
+
+/* --- slice lists (stripe.c) --- */
+void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s);
+/* Inserts the slices of `src`, in their order, before the head of `l`;
+ * empties `src`. */
+void rw_slice_list_prepend(struct rw_slice_list *l, struct rw_slice_list *src);
+void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s);
+
+/* --- stripe.c --- */
+/* Cuts a validated op into slices and queues them at the tail of the
+ * pending FIFO.  Returns 0 and *out (linked in the active list), or
+ * RAILWIRE_E_NOMEM. */
+int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out);
+/* Hands pending slices to live rails, least normalised load first, within
+ * each rail's depth; stops at the first slice no rail can take (FIFO).
+ * A rail whose ep_post fails is failed over.  Returns 0. */
+int rw_stripe_schedule(railwire_railset *rs);
+/* The rail (index) the next slice of `len` bytes would go to, -1 if none can
+ * take it now. */
+int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len);
+
+/* --- progress.c --- */
+/* Polls every live rail, accounts completions, checks op timeouts and
+ * schedules pending slices.  Returns the number of completions processed. */
+int rw_progress(railwire_railset *rs);
+/* Marks one slice finished with `status` (0 = its bytes moved); completes
+ * its transfer when it was the last one. */
+void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status);
+/* Moves a finished transfer from the active to the done list. */
+void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x);
+/* Frees a transfer and drops its registration's use count. */
+void rw_xfer_free(struct rw_xfer *x);
+
+/* --- failover.c --- */
+/* Takes rail `i` down for `reason`: kills its ep, moves its unfinished
+ * slices to the front of the pending FIFO (or fails everything when no rail
+ * is left).  Idempotent. */
+void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason);
+/* Kills rails whose oldest outstanding slice is older than the op timeout. */
+void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms);
+/* Completes every unfinished transfer with `status` (no rail left). */
+void rw_failover_fail_all(railwire_railset *rs, int status);
+/* True when `status` of a completion means the rail itself failed. */
+int rw_failover_is_rail_error(int status);
+
+#endif

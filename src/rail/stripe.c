@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* Striping: cut transfers into slices and hand them to rails by weight
+ * (the domain's link speed) and load (bytes in flight), within each rail's
+ * depth.  What no rail can take waits in the pending FIFO, in order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "rail/railset_internal.h"
+
+#define RW_POST_BATCH 32
+
+void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s)
+{
+    s->next = NULL;
+    s->prev = l->tail;
+    if (l->tail)
+        l->tail->next = s;
+    else
+        l->head = s;
+    l->tail = s;
+    l->count++;
+}
+
+void rw_slice_list_prepend(struct rw_slice_list *l, struct rw_slice_list *src)
+{
+    if (!src->head)
+        return;
+    src->tail->next = l->head;
+    if (l->head)
+        l->head->prev = src->tail;
+    else
+        l->tail = src->tail;
+    l->head = src->head;
+    l->count += src->count;
+    memset(src, 0, sizeof(*src));
+}
+
+void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        l->head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    else
+        l->tail = s->prev;
+    s->prev = s->next = NULL;
+    l->count--;
+}
+
+int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out)
+{
+    size_t slice = rs->slice_size;
+    size_t n = op->length / slice + (op->length % slice ? 1 : 0);
+    struct rw_xfer *x = calloc(1, sizeof(*x));
+    struct rw_slice *s = x ? calloc(n, sizeof(*s)) : NULL;
+    if (!s) {
+        free(x);
+        rw_err("submit: out of memory for a transfer of %zu bytes (%zu slices)", op->length, n);
+        return RAILWIRE_E_NOMEM;
+    }
+    x->handle = rs->next_handle++;
+    x->op = *op;
+    x->n_slices = n;
+    x->slices = s;
+    for (size_t i = 0; i < n; i++) {
+        s[i].xfer = x;
+        s[i].offset = i * slice;
+        size_t left = op->length - s[i].offset;
+        s[i].length = (uint32_t)(left < slice ? left : slice);
+        s[i].rail = -1;
+        rw_slice_list_push_tail(&rs->pending, &s[i]);
+    }
+    op->mr->users++;
+    x->prev = rs->active_tail;
+    if (rs->active_tail)
+        rs->active_tail->next = x;
+    else
+        rs->active_head = x;
+    rs->active_tail = x;
+    *out = x;
+    return 0;
+}
+
+int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
+{
+    int best = -1;
+    double best_load = 0;
+    /* Start the scan at a rotating rail so that equal loads do not always
+     * favour the lowest index. */
+    for (unsigned k = 0; k < rs->n_rails; k++) {
+        unsigned i = (rs->rr_start + k) % rs->n_rails;
+        const struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state != RAILWIRE_RAIL_UP || r->blocked || r->outstanding.count >= r->depth)
+            continue;
+        double load = (double)(r->inflight_bytes + len) / r->stats.gbps;
+        if (best < 0 || load < best_load) {
+            best = (int)i;
+            best_load = load;
+        }
+    }
+    return best;
+}
+
+static void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const struct rw_slice *s,
+                    struct rw_wr *wr)
+{
+    const railwire_op *op = &s->xfer->op;
+    uint32_t layer = rs->dialect == RAILWIRE_DIALECT_RO ? op->layer : 0;
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id = (uint64_t)(uintptr_t)s;
+    wr->opcode = op->opcode == RAILWIRE_OP_WRITE ? RW_OP_WRITE : RW_OP_READ;
+    wr->local = (char *)op->local + s->offset;
+    wr->mr = op->mr->per_rail[r->index];
+    wr->length = s->length;
+    wr->remote_addr = r->remote[layer].base_addr + op->remote_offset + s->offset;
+    wr->rkey = r->remote[layer].rkey;
+    wr->signaled = 1;
+}
+
+/* Takes the last `k` slices of rail r's outstanding list back to the front
+ * of the pending FIFO, in order. */
+static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
+{
+    struct rw_slice_list back = {0};
+    for (size_t j = 0; j < k; j++) {
+        struct rw_slice *s = r->outstanding.tail;
+        rw_slice_list_remove(&r->outstanding, s);
+        r->inflight_bytes -= s->length;
+        s->rail = -1;
+        struct rw_slice_list one = {s, s, 1};
+        rw_slice_list_prepend(&back, &one);
+    }
+    rw_slice_list_prepend(&rs->pending, &back);
+}
+
+/* One round: assign up to RW_POST_BATCH slices per rail, then post them.
+ * Returns the number of slices accepted by the transports. */
+static size_t schedule_round(railwire_railset *rs)
+{
+    struct rw_wr wrs[RAILWIRE_MAX_RAILS][RW_POST_BATCH];
+    size_t cnt[RAILWIRE_MAX_RAILS] = {0};
+    int64_t now = rw_now_ms();
+
+    while (rs->pending.head) {
+        struct rw_slice *s = rs->pending.head;
+        int ri = rw_stripe_pick_rail(rs, s->length);
+        if (ri < 0 || cnt[ri] == RW_POST_BATCH)
+            break;
+        struct rw_rail *r = &rs->rails[ri];
+        rs->rr_start = (unsigned)ri + 1;
+        rw_slice_list_remove(&rs->pending, s);
+        s->rail = ri;
+        s->posted_ms = now;
+        rw_slice_list_push_tail(&r->outstanding, s);
+        r->inflight_bytes += s->length;
+        fill_wr(rs, r, s, &wrs[ri][cnt[ri]++]);
+    }
+
+    size_t accepted = 0;
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        if (!cnt[i])
+            continue;
+        struct rw_rail *r = &rs->rails[i];
+        int rc = rs->ops->ep_post(r->ep, wrs[i], cnt[i]);
+        if (rc < 0) {
+            unpost_tail(rs, r, cnt[i]);
+            rw_warn("rail %u (%s): posting failed (%s); failing over", i, r->stats.name,
+                    railwire_strerror(rc));
+            rw_failover_rail_down(rs, i, rc);
+            continue;
+        }
+        if ((size_t)rc > cnt[i])
+            rc = (int)cnt[i];
+        accepted += (size_t)rc;
+        if ((size_t)rc < cnt[i]) {
+            unpost_tail(rs, r, cnt[i] - (size_t)rc);
+            r->blocked = 1;
+        }
+    }
+    return accepted;
+}
+
+int rw_stripe_schedule(railwire_railset *rs)
+{
+    while (rs->pending.head && rs->n_live > 0) {
+        unsigned live = rs->n_live;
+        if (schedule_round(rs) == 0 && rs->n_live == live)
+            break;
+    }
+    return 0;
+}

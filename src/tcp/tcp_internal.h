@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* Private objects of the tcp transport (see docs/tcp-transport.md).
+ *
+ * Locking: a domain's `lock` guards its slot table, its counters and the
+ * connection fields of its server eps (the accept thread attaches
+ * connections under it).  A client ep's `lock` guards its ring counters and
+ * state.  Nothing calls out of the transport with a lock held. */
+#ifndef RW_TCP_INTERNAL_H
+#define RW_TCP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "tcp/tcp_proto.h"
+#include "transport/transport.h"
+
+#define RW_TCP_DEFAULT_IO_TIMEOUT_MS 10000
+#define RW_TCP_DEFAULT_GBPS 10.0
+#define RW_TCP_MAX_QP_WR 1024u
+#define RW_TCP_MAX_MSG (1u << 30)
+#define RW_TCP_DEFAULT_DEPTH 64u
+#define RW_TCP_MAX_SLOTS 65536u   /* server qpn = slot << 16 | port */
+#define RW_TCP_MAX_PENDING 256    /* accepted connections still sending their hello */
+
+struct rw_tcp_srv_ep;
+
+struct rw_tcp_domain {
+    struct rw_domain base;
+    enum rw_role role;
+    int io_timeout_ms;
+    struct sockaddr_storage local; /* bind (client) / listen (server, with its port) address */
+
+    pthread_mutex_t lock;
+    unsigned n_eps;                /* live eps of this domain */
+    unsigned n_mrs;                /* live MRs of this domain */
+
+    /* server only */
+    int listen_fd;
+    int wake_fd;                   /* eventfd: tells the accept thread to stop */
+    pthread_t accept_thread;
+    int accept_started;
+    struct rw_tcp_srv_ep **slots;  /* RW_TCP_MAX_SLOTS entries, NULL = free */
+    unsigned next_slot;            /* where the search for a free slot starts */
+};
+
+static inline struct rw_tcp_domain *rw_tcp_dom(struct rw_domain *d)
+{
+    return rw_container_of(d, struct rw_tcp_domain, base);
+}
+
+/* One region as a server ep checks it (a copy: the ep never dereferences
+ * the rw_mr, only the memory it describes). */
+struct rw_tcp_key {
+    uint32_t rkey;
+    int access;
+    uint64_t base;      /* remote_base */
+    uint64_t len;
+    uint8_t *addr;
+};
+
+struct rw_tcp_srv_ep {
+    struct rw_ep base;
+    struct rw_tcp_domain *dom;
+    unsigned slot;
+    uint32_t max_msg;
+    int io_timeout_ms;
+    struct rw_tcp_key *keys;        /* sorted by rkey */
+    size_t n_keys;
+
+    /* guarded by dom->lock */
+    pthread_cond_t cond;            /* signalled when a connection is attached */
+    int have_remote;                /* ep_connect gave the client's identity */
+    struct rw_qp_id remote;
+    int parked_fd;                  /* a hello arrived before ep_connect: -1 if none */
+    uint32_t parked_qpn, parked_psn;
+    int conn_fd;                    /* the attached rail connection, -1 if none */
+    int killed;
+    int thread_started;
+    int thread_joined;
+    pthread_t thread;
+};
+
+struct rw_tcp_slot {
+    struct rw_wr wr;
+    uint8_t hdr[32];                /* encoded request */
+    int status;
+    uint32_t byte_len;
+};
+
+enum rw_tcp_cli_state { RW_TCP_CLI_NEW, RW_TCP_CLI_UP, RW_TCP_CLI_DEAD };
+
+struct rw_tcp_cli_ep {
+    struct rw_ep base;
+    struct rw_tcp_domain *dom;
+    uint32_t max_msg;
+    int io_timeout_ms;
+    int evfd;                       /* wait fd: signalled when a completion is queued */
+    int lazy_verdict;               /* cfg->lazy_verdict */
+    int need_verdict;               /* the receiver reads the verdict first */
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond;            /* wakes the sender */
+    enum rw_tcp_cli_state state;
+    int fd;
+    int err;                        /* why the ep died */
+    unsigned depth;
+    uint32_t mask;
+    struct rw_tcp_slot *ring;
+    /* monotonic counters: polled <= done <= posted, sent <= posted,
+     * posted - polled <= depth; entry i lives at ring[i & mask] */
+    uint64_t posted, sent, done, polled;
+    size_t sent_off;                /* bytes of entry `sent` already on the wire */
+    int tx_busy;                    /* a thread is writing to the socket */
+    int threads_live;
+    int threads_joined;
+    pthread_t tx, rx;
+};
+
+/* --- condition variables on CLOCK_MONOTONIC (tcp_sync.c) --- */
+/* Initialises *c to wait against CLOCK_MONOTONIC.  Returns 0 or
+ * RAILWIRE_E_SYSTEM. */
+int rw_tcp_cond_init(pthread_cond_t *c);
+/* Waits on c (m held) until signalled or deadline_ms (rw_now_ms clock).
+ * Returns 0, or RAILWIRE_E_TIMEOUT once the deadline has passed. */
+int rw_tcp_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t deadline_ms);
+
+/* --- keys (tcp_mr.c) --- */
+/* Reserves a random non-zero 32-bit key unused in this process.  Returns 0
+ * or RAILWIRE_E_NOMEM. */
+int rw_tcp_key_alloc(uint32_t *key);
+/* Releases a key from rw_tcp_key_alloc. */
+void rw_tcp_key_free(uint32_t key);
+
+int rw_tcp_mr_reg(struct rw_domain *dom, void *addr, size_t len, int access, struct rw_mr **out);
+void rw_tcp_mr_dereg(struct rw_mr *mr);
+
+int rw_tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out);
+void rw_tcp_domain_close(struct rw_domain *dom);
+
+/* --- accept path (tcp_accept.c) --- */
+/* Body of a server domain's accept thread: accepts, reads hellos without
+ * letting one connection delay another, and hands matching connections to
+ * their eps.  arg is the struct rw_tcp_domain. */
+void *rw_tcp_accept_main(void *arg);
+
+/* --- server eps (tcp_ep_server.c) --- */
+int rw_tcp_srv_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, struct rw_ep **out);
+int rw_tcp_srv_ep_connect(struct rw_tcp_srv_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
+void rw_tcp_srv_ep_kill(struct rw_tcp_srv_ep *ep);
+void rw_tcp_srv_ep_destroy(struct rw_tcp_srv_ep *ep);
+/* Called by the accept thread with dom->lock held for a connection whose
+ * hello named `slot` and `psn` of this domain.  Takes ownership of fd: sends
+ * the verdict and attaches, parks or closes it.  Returns 1 if attached or
+ * parked. */
+int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, const struct rw_tcp_hello *h);
+
+/* Sends the refusal verdict (best effort) and closes fd. */
+void rw_tcp_refuse(int fd);
+/* Body of a server ep's serving thread; arg is the struct rw_tcp_srv_ep. */
+void *rw_tcp_serve_main(void *arg);
+
+/* --- client eps (tcp_ep_client.c) --- */
+int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, struct rw_ep **out);
+int rw_tcp_cli_ep_connect(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
+int rw_tcp_cli_ep_post(struct rw_tcp_cli_ep *ep, const struct rw_wr *wrs, size_t n);
+int rw_tcp_cli_ep_poll(struct rw_tcp_cli_ep *ep, struct rw_wc *wcs, int max);
+void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep);
+void rw_tcp_cli_ep_destroy(struct rw_tcp_cli_ep *ep);
+
+#endif

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* The tcp transport's ops table: dispatches each ep call to the client or
+ * the server implementation according to the domain's role. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "tcp/tcp_internal.h"
+
+static int is_server(const struct rw_ep *ep)
+{
+    return rw_tcp_dom(ep->dom)->role == RW_ROLE_SERVER;
+}
+
+static struct rw_tcp_srv_ep *srv(struct rw_ep *ep)
+{
+    return rw_container_of(ep, struct rw_tcp_srv_ep, base);
+}
+
+static struct rw_tcp_cli_ep *cli(struct rw_ep *ep)
+{
+    return rw_container_of(ep, struct rw_tcp_cli_ep, base);
+}
+
+static int tcp_ep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_ep **out)
+{
+    static const struct rw_ep_cfg defaults;
+    struct rw_tcp_domain *d = rw_tcp_dom(dom);
+
+    *out = NULL;
+    if (!cfg)
+        cfg = &defaults;
+    if (d->role == RW_ROLE_SERVER)
+        return rw_tcp_srv_ep_create(d, cfg, out);
+    return rw_tcp_cli_ep_create(d, cfg, out);
+}
+
+static int tcp_ep_connect(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_ms)
+{
+    if (!remote) {
+        rw_err("tcp: ep_connect without a remote identity");
+        return RAILWIRE_E_INVALID;
+    }
+    if (is_server(ep))
+        return rw_tcp_srv_ep_connect(srv(ep), remote, timeout_ms);
+    return rw_tcp_cli_ep_connect(cli(ep), remote, timeout_ms);
+}
+
+static int tcp_ep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
+{
+    if (is_server(ep)) {
+        rw_err("tcp: ep_post on a server endpoint: the tcp server side is passive");
+        return RAILWIRE_E_UNSUPPORTED;
+    }
+    return rw_tcp_cli_ep_post(cli(ep), wrs, n);
+}
+
+static int tcp_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
+{
+    if (is_server(ep))
+        return 0;
+    return rw_tcp_cli_ep_poll(cli(ep), wcs, max);
+}
+
+static int tcp_ep_wait_fd(struct rw_ep *ep)
+{
+    return is_server(ep) ? -1 : cli(ep)->evfd;
+}
+
+static int tcp_ep_arm(struct rw_ep *ep)
+{
+    uint64_t v;
+
+    if (is_server(ep))
+        return 0;
+    if (read(cli(ep)->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
+        rw_err("tcp: reading the completion eventfd failed: %s", strerror(errno));
+        return RAILWIRE_E_SYSTEM;
+    }
+    return 0;
+}
+
+static void tcp_ep_kill(struct rw_ep *ep)
+{
+    if (!ep)
+        return;
+    if (is_server(ep))
+        rw_tcp_srv_ep_kill(srv(ep));
+    else
+        rw_tcp_cli_ep_kill(cli(ep));
+}
+
+static void tcp_ep_destroy(struct rw_ep *ep)
+{
+    if (!ep)
+        return;
+    if (is_server(ep))
+        rw_tcp_srv_ep_destroy(srv(ep));
+    else
+        rw_tcp_cli_ep_destroy(cli(ep));
+}
+
+const struct rw_transport_ops rw_tcp_ops = {
+    .name = "tcp",
+    .domain_open = rw_tcp_domain_open,
+    .domain_close = rw_tcp_domain_close,
+    .mr_reg = rw_tcp_mr_reg,
+    .mr_dereg = rw_tcp_mr_dereg,
+    .ep_create = tcp_ep_create,
+    .ep_connect = tcp_ep_connect,
+    .ep_post = tcp_ep_post,
+    .ep_poll = tcp_ep_poll,
+    .ep_wait_fd = tcp_ep_wait_fd,
+    .ep_arm = tcp_ep_arm,
+    .ep_kill = tcp_ep_kill,
+    .ep_destroy = tcp_ep_destroy,
+};

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* Socket helpers of the tcp transport: tuning, a connect bounded by a
+ * timeout, deadline-bounded I/O on non-blocking sockets (hello/verdict), and
+ * the blocking data-path I/O (vectored sends, a small staging reader that
+ * hands payloads straight to their final buffer). */
+#ifndef RW_TCP_SOCK_H
+#define RW_TCP_SOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+/* Socket buffer size asked for with SO_SNDBUF/SO_RCVBUF. */
+#define RW_TCP_SOCKBUF (4u << 20)
+
+/* Returns a random 32-bit value from getrandom(2) (non-zero when nonzero is
+ * set). */
+uint32_t rw_tcp_random32(int nonzero);
+
+/* Sets or clears O_NONBLOCK.  Returns 0 or RAILWIRE_E_SYSTEM (logged). */
+int rw_tcp_set_nonblock(int fd, int on);
+
+/* Options every rail socket gets before connect/after accept: TCP_NODELAY,
+ * large buffers, keepalive and TCP_USER_TIMEOUT = io_timeout_ms so a dead
+ * peer surfaces as an error.  Failures are logged as warnings (the rail
+ * still works, only slower or slower to notice a dead peer). */
+void rw_tcp_tune(int fd, int io_timeout_ms);
+
+/* Sets SO_SNDTIMEO and SO_RCVTIMEO to ms (blocking data-path I/O then fails
+ * with RAILWIRE_E_TIMEOUT after ms without progress). */
+void rw_tcp_set_io_timeouts(int fd, int ms);
+
+/* Creates a non-blocking TCP socket of `remote`'s family, binds it to
+ * `local` (NULL or a wildcard address: no bind), tunes it and connects
+ * within timeout_ms.  On success returns 0 and the socket in *fd (still
+ * non-blocking).  Errors (logged): RAILWIRE_E_CONNECT (refused, unreachable,
+ * family mismatch), RAILWIRE_E_TIMEOUT, RAILWIRE_E_SYSTEM. */
+int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_storage *remote,
+                   int timeout_ms, int io_timeout_ms, int *fd);
+
+/* Sends / receives exactly n bytes on a non-blocking socket before
+ * deadline_ms (rw_now_ms() clock).  Return 0, RAILWIRE_E_TIMEOUT,
+ * RAILWIRE_E_CLOSED (recv: clean EOF before the first byte), RAILWIRE_E_IO.
+ * Not logged: the caller knows what the bytes were. */
+int rw_tcp_send_deadline(int fd, const void *buf, size_t n, int64_t deadline_ms);
+int rw_tcp_recv_deadline(int fd, void *buf, size_t n, int64_t deadline_ms);
+
+/* Sends the whole iovec on a blocking socket (the array is modified to
+ * track progress).  flags are added to MSG_NOSIGNAL.  Returns 0,
+ * RAILWIRE_E_TIMEOUT (SO_SNDTIMEO ran out with no progress) or
+ * RAILWIRE_E_IO (errno kept).  Not logged. */
+int rw_tcp_sendv(int fd, struct iovec *iov, int iovcnt, int flags);
+
+/* Staging reader for a blocking socket.  Small frames are read in bulk into
+ * buf; payloads go straight to their destination (at most RW_TCP_RX_STAGE
+ * bytes of a payload are ever copied out of the staging buffer). */
+#define RW_TCP_RX_STAGE 1024u
+struct rw_tcp_rx {
+    int fd;
+    size_t off;  /* first unread byte in buf */
+    size_t len;  /* end of valid bytes in buf */
+    uint8_t buf[RW_TCP_RX_STAGE];
+};
+
+/* Bytes staged and not yet consumed. */
+static inline size_t rw_tcp_rx_avail(const struct rw_tcp_rx *rx)
+{
+    return rx->len - rx->off;
+}
+
+/* Makes n (<= RW_TCP_RX_STAGE) bytes available at rx->buf + rx->off (not
+ * consumed).  Returns 0, RAILWIRE_E_CLOSED (clean EOF with nothing staged),
+ * RAILWIRE_E_IO (error, or EOF inside a frame), RAILWIRE_E_TIMEOUT (no byte
+ * for SO_RCVTIMEO; what is staged stays staged, the call may be retried). */
+int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n);
+
+/* Consumes n staged bytes (n <= rw_tcp_rx_avail). */
+static inline void rw_tcp_rx_consume(struct rw_tcp_rx *rx, size_t n)
+{
+    rx->off += n;
+}
+
+/* Reads exactly n bytes into dst: staged bytes first, then straight from the
+ * socket.  Returns 0, RAILWIRE_E_IO (error or EOF), RAILWIRE_E_TIMEOUT. */
+int rw_tcp_rx_read(struct rw_tcp_rx *rx, void *dst, size_t n);
+
+/* Reads and discards exactly n bytes.  Same returns as rw_tcp_rx_read. */
+int rw_tcp_rx_skip(struct rw_tcp_rx *rx, size_t n);
+
+#endif

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* The verbs transport's ops table. */
+#include "verbs/verbs_int.h"
+
+const struct rw_transport_ops rw_verbs_ops = {
+    .name = "verbs",
+    .domain_open = rw_vdom_open,
+    .domain_close = rw_vdom_close,
+    .mr_reg = rw_vmr_reg,
+    .mr_dereg = rw_vmr_dereg,
+    .ep_create = rw_vep_create,
+    .ep_connect = rw_vep_connect,
+    .ep_post = rw_vep_post,
+    .ep_poll = rw_vep_poll,
+    .ep_wait_fd = rw_vep_wait_fd,
+    .ep_arm = rw_vep_arm,
+    .ep_kill = rw_vep_kill,
+    .ep_destroy = rw_vep_destroy,
+    .mr_reg_multi = rw_vmr_reg_multi,
+};

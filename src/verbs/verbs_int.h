@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* Private structures of the verbs transport.  Each embeds the generic
+ * transport object as its first member (see src/transport/transport.h). */
+#ifndef RW_VERBS_VERBS_INT_H
+#define RW_VERBS_VERBS_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "transport/transport.h"
+#include "verbs/params.h"
+
+/* One cached registration on a device (shared by every rw_vmr that names
+ * the same addr/len/access on that device). */
+struct rw_vmr_ent {
+    struct rw_vmr_ent *next;
+    void *addr;
+    size_t len;
+    int access;
+    struct ibv_mr *mr;
+    unsigned refs;
+};
+
+/* One opened device, shared process-wide by every domain on it: the
+ * context, the one PD and the registration cache live here, so memory is
+ * registered once per device and reused across domains, sessions and eps. */
+struct rw_vdev {
+    struct rw_vdev *next;
+    char name[RW_VERBS_DEV_NAME_MAX];
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    struct ibv_device_attr attr;
+    unsigned refs;             /* domains + registrations holding it */
+    pthread_mutex_t mr_lock;   /* guards mrs and each entry's refs */
+    struct rw_vmr_ent *mrs;
+};
+
+/* Opens `name` (or takes another reference on it).  Returns 0 and *out, or
+ * RAILWIRE_E_NO_DEVICE / RAILWIRE_E_VERBS (logged). */
+int rw_vdev_get(const char *name, struct rw_vdev **out);
+/* Takes one more reference on an already held device. */
+void rw_vdev_ref(struct rw_vdev *d);
+/* Drops a reference; the last one closes the device. */
+void rw_vdev_put(struct rw_vdev *d);
+
+struct rw_vdom {
+    struct rw_domain base;
+    struct rw_vdev *dev;
+    enum rw_role role;
+    uint8_t port;
+    uint8_t link_layer;
+    int gid_index;
+    union ibv_gid gid;
+    int mtu_code;              /* IBV_MTU_* used as path MTU */
+    uint8_t timeout;           /* local ACK timeout exponent */
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t max_rd_atomic;     /* initiator depth */
+    uint8_t max_dest_rd_atomic;/* responder resources */
+};
+
+struct rw_vmr {
+    struct rw_mr base;
+    struct rw_vdev *dev;
+    struct rw_vmr_ent *ent;
+};
+
+/* One posted work request as the ep remembers it until it is reported. */
+struct rw_vslot {
+    uint64_t wr_id;
+    uint32_t len;
+    uint8_t signaled;
+    uint8_t opcode;            /* RW_OP_* (a failed CQE's opcode is undefined) */
+    uint8_t done;
+    int status;
+};
+
+enum rw_vep_state { RW_VEP_INIT = 0, RW_VEP_RTS = 1, RW_VEP_DEAD = 2 };
+
+struct rw_vep {
+    struct rw_ep base;
+    struct rw_vdom *dom;
+    struct ibv_comp_channel *ch;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    enum rw_vep_state state;
+    int dead_err;              /* first error that killed the ep */
+    unsigned depth;            /* ring size = max WRs posted and not yet reported */
+    struct rw_vslot *ring;     /* slot of sequence s is ring[s % depth] */
+    uint64_t next_seq;         /* sequence of the next post */
+    uint64_t hw_seq;           /* every sequence below this has a known outcome */
+    uint64_t head_seq;         /* oldest sequence not yet reported */
+    int64_t port_check_ms;     /* last link check while WRs were stuck */
+};
+
+/* Domain, MR and ep operations (ops.c puts them in the table). */
+int rw_vdom_open(const struct rw_domain_cfg *cfg, struct rw_domain **out);
+void rw_vdom_close(struct rw_domain *dom);
+int rw_vmr_reg(struct rw_domain *dom, void *addr, size_t len, int access, struct rw_mr **out);
+void rw_vmr_dereg(struct rw_mr *mr);
+int rw_vmr_reg_multi(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
+                     struct rw_mr **out);
+int rw_vep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_ep **out);
+int rw_vep_connect(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
+int rw_vep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n);
+int rw_vep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max);
+int rw_vep_wait_fd(struct rw_ep *ep);
+int rw_vep_arm(struct rw_ep *ep);
+void rw_vep_kill(struct rw_ep *ep);
+void rw_vep_destroy(struct rw_ep *ep);
+
+/* Reads the valid (non-empty) GID entries of one port into a malloc'ed
+ * array (*out, freed by the caller; NULL when *n is 0).  Returns 0 or
+ * RAILWIRE_E_VERBS / RAILWIRE_E_NOMEM (logged). */
+struct rw_gid_entry;
+int rw_vport_gids(struct ibv_context *ctx, uint8_t port, struct rw_gid_entry **out, size_t *n);
+
+#endif

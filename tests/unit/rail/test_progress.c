@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* Progress over the mock transport: poll and wait, the synchronous helpers,
+ * timeouts and per-rail statistics. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock_world.h"
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+
+static struct mock_world w;
+
+static void teardown_world(void)
+{
+    mock_world_fini(&w);
+}
+
+TestSuite(progress, .fini = teardown_world);
+
+static railwire_mr *reg(void *p, size_t n)
+{
+    railwire_mr *mr = NULL;
+    cr_assert_eq(railwire_mr_register(w.rs, p, n, &mr), 0);
+    return mr;
+}
+
+Test(progress, poll_delivers_each_transfer_once_with_its_user_data)
+{
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.slice_size = 32 * KIB;
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 1 * MIB, NULL, &o), 0);
+    uint8_t *buf = malloc(1 * MIB);
+    railwire_mr *mr = reg(buf, 1 * MIB);
+    railwire_completion c[8];
+    cr_assert_eq(railwire_poll(w.rs, c, 8), 0, "nothing submitted, nothing delivered");
+    railwire_handle h[3];
+    for (int i = 0; i < 3; i++) {
+        railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf + i * 100 * KIB,
+                          .length = 100 * KIB, .remote_offset = (uint64_t)i * 100 * KIB,
+                          .user_data = 1000u + (unsigned)i};
+        cr_assert_eq(railwire_submit(w.rs, &op, &h[i]), 0);
+        cr_assert_neq(h[i], 0);
+        for (int k = 0; k < i; k++)
+            cr_assert_neq(h[i], h[k], "handles must be unique");
+    }
+    int got = 0, seen[3] = {0};
+    while (got < 3) {
+        int n = railwire_poll(w.rs, c, 8);
+        cr_assert_geq(n, 0);
+        for (int k = 0; k < n; k++) {
+            int i = (int)(c[k].user_data - 1000);
+            cr_assert(i >= 0 && i < 3);
+            cr_assert_eq(c[k].handle, h[i]);
+            cr_assert_eq(c[k].status, 0);
+            cr_assert_eq(c[k].length, 100 * KIB);
+            seen[i]++;
+        }
+        got += n;
+    }
+    cr_assert(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
+    cr_assert_eq(railwire_poll(w.rs, c, 8), 0, "nothing is delivered twice");
+    cr_assert_eq(memcmp(buf, w.layer[0], 300 * KIB), 0);
+    free(buf);
+}
+
+Test(progress, wait_times_out_while_a_rail_is_silent_and_completes_later)
+{
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.op_timeout_ms = 60000;
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 64 * KIB, NULL, &o), 0);
+    uint8_t buf[4096];
+    railwire_mr *mr = reg(buf, sizeof(buf));
+    mock_ep_blackhole(w.ep[0], 1);
+    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 4096};
+    railwire_handle h;
+    cr_assert_eq(railwire_submit(w.rs, &op, &h), 0);
+    railwire_completion c;
+    cr_assert_eq(railwire_wait(w.rs, &c, 1, 30), RAILWIRE_E_TIMEOUT);
+    cr_assert_eq(railwire_read(w.rs, mr, buf, 16, 0, 0, 30), RAILWIRE_E_TIMEOUT);
+    cr_assert_eq(w.rs->rails[0].stats.state, RAILWIRE_RAIL_UP);
+    mock_ep_blackhole(w.ep[0], 0);
+    int got = 0;
+    while (got < 2) {
+        int n = railwire_wait(w.rs, &c, 1, 20000);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(c.status, 0);
+        got++;
+    }
+    cr_assert_eq(memcmp(buf, w.layer[0], 4096), 0);
+}
+
+Test(progress, wait_with_nothing_submitted_times_out)
+{
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 4 * KIB, NULL, NULL), 0);
+    railwire_completion c;
+    cr_assert_eq(railwire_wait(w.rs, &c, 1, 10), RAILWIRE_E_TIMEOUT);
+    cr_assert_eq(railwire_wait(NULL, &c, 1, 10), RAILWIRE_E_INVALID);
+    cr_assert_eq(railwire_poll(NULL, &c, 1), RAILWIRE_E_INVALID);
+}
+
+Test(progress, busy_polled_transport_still_completes)
+{
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 1 * MIB, NULL, NULL), 0);
+    mock_ep_use_wait_fd(w.ep[0], 0);
+    mock_ep_use_wait_fd(w.ep[1], 0);
+    uint8_t *buf = malloc(1 * MIB);
+    railwire_mr *mr = reg(buf, 1 * MIB);
+    cr_assert_eq(railwire_read(w.rs, mr, buf, 1 * MIB, 0, 0, 20000), 0);
+    cr_assert_eq(memcmp(buf, w.layer[0], 1 * MIB), 0);
+    free(buf);
+}
+
+Test(progress, sync_helpers_keep_other_completions_for_later_polls)
+{
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RW, 2, 1, 1 * MIB, NULL, NULL), 0);
+    uint8_t *buf = malloc(256 * KIB);
+    railwire_mr *mr = reg(buf, 256 * KIB);
+    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 64 * KIB,
+                      .user_data = 42};
+    railwire_handle h;
+    cr_assert_eq(railwire_submit(w.rs, &op, &h), 0);
+    memset(buf + 128 * KIB, 0xab, 64 * KIB);
+    cr_assert_eq(railwire_write(w.rs, mr, buf + 128 * KIB, 64 * KIB, 0, 512 * KIB, 20000), 0);
+    for (size_t i = 0; i < 64 * KIB; i++)
+        cr_assert_eq(w.layer[0][512 * KIB + i], 0xab);
+    railwire_completion c[4];
+    int n = railwire_poll(w.rs, c, 4);
+    cr_assert_eq(n, 1, "the async read's completion must still be there");
+    cr_assert_eq(c[0].handle, h);
+    cr_assert_eq(c[0].user_data, 42);
+    cr_assert_eq(memcmp(buf, w.layer[0], 64 * KIB), 0);
+    free(buf);
+}
+
+Test(progress, stats_count_bytes_and_ops_per_rail)
+{
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.slice_size = 64 * KIB;
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RW, 2, 1, 1 * MIB, NULL, &o), 0);
+    uint8_t *buf = calloc(1, 512 * KIB);
+    railwire_mr *mr = reg(buf, 512 * KIB);
+    cr_assert_eq(railwire_write(w.rs, mr, buf, 512 * KIB, 0, 0, 20000), 0);
+    cr_assert_eq(railwire_read(w.rs, mr, buf, 256 * KIB, 0, 0, 20000), 0);
+    railwire_rail_stats st[2];
+    cr_assert_eq(railwire_railset_stats(w.rs, st, 2), 2);
+    cr_assert_eq(st[0].bytes_written + st[1].bytes_written, 512 * KIB);
+    cr_assert_eq(st[0].bytes_read + st[1].bytes_read, 256 * KIB);
+    cr_assert_eq(st[0].ops + st[1].ops, 12);
+    cr_assert_eq(st[0].bytes_written + st[0].bytes_read, mock_ep_bytes(w.ep[0]));
+    cr_assert_eq(st[1].bytes_written + st[1].bytes_read, mock_ep_bytes(w.ep[1]));
+    for (int r = 0; r < 2; r++) {
+        cr_assert_eq(st[r].index, (unsigned)r);
+        cr_assert_eq(st[r].state, RAILWIRE_RAIL_UP);
+        cr_assert_eq(st[r].errors, 0);
+        cr_assert_eq(st[r].down_reason, 0);
+        cr_assert_gt(st[r].gbps, 0);
+        cr_assert_neq(st[r].name[0], '\0');
+    }
+    cr_assert_eq(railwire_railset_stats(w.rs, st, 1), 2, "returns the rail count even if max is smaller");
+    cr_assert_str_eq(railwire_railset_transport(w.rs), "mock");
+    cr_assert_eq(railwire_railset_rail_count(w.rs), 2);
+    cr_assert_eq(railwire_railset_layer_count(w.rs), 1);
+    free(buf);
+}

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* Failure semantics: ep_kill, a server that closes or stops answering, and
+ * destroy with work outstanding.  Every outstanding WR completes exactly
+ * once with RAILWIRE_E_RAIL_DOWN, later posts fail, and no buffer is written
+ * after ep_kill returns. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tcp_fixture.h"
+
+#define CANARY 0xa5
+
+/* A client ep connected to a fake server that never answers. */
+struct fctx {
+    struct fake_srv f;
+    struct rw_domain *cdom;
+    struct rw_ep *cep;
+    uint8_t *buf;
+    struct rw_mr *lmr;
+};
+
+static void fsetup(struct fctx *c, int io_timeout_ms, size_t buflen)
+{
+    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1", .io_timeout_ms = io_timeout_ms};
+    struct rw_ep_cfg ecfg = {.depth = 16};
+
+    fake_start(&c->f, RW_TCP_VERDICT_OK);
+    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &c->cdom), 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(c->cdom, &ecfg, &c->cep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_connect(c->cep, &c->f.id, 5000), 0);
+    c->buf = malloc(buflen);
+    cr_assert_not_null(c->buf);
+    memset(c->buf, CANARY, buflen);
+    cr_assert_eq(rw_tcp_ops.mr_reg(c->cdom, c->buf, buflen, RW_ACCESS_LOCAL, &c->lmr), 0);
+}
+
+static void fteardown(struct fctx *c)
+{
+    if (c->cep)
+        rw_tcp_ops.ep_destroy(c->cep);
+    rw_tcp_ops.mr_dereg(c->lmr);
+    rw_tcp_ops.domain_close(c->cdom);
+    fake_close(&c->f);
+    free(c->buf);
+}
+
+static int post_n(struct rw_ep *ep, struct rw_mr *mr, uint8_t *buf, int n, uint32_t len, enum rw_opcode op)
+{
+    struct rw_wr wrs[16];
+    int i;
+    for (i = 0; i < n; i++)
+        wrs[i] = (struct rw_wr){.wr_id = 1000 + (uint64_t)i, .opcode = op, .local = buf + (size_t)i * len,
+                                .mr = mr, .length = len, .remote_addr = 0x1000, .rkey = 1};
+    return rw_tcp_ops.ep_post(ep, wrs, (size_t)n);
+}
+
+static void expect_all_down(struct rw_ep *ep, int n)
+{
+    struct rw_wc wcs[16];
+    int i;
+    cr_assert_eq(t_wait(ep, wcs, n, 10000), n, "every outstanding WR completes");
+    for (i = 0; i < n; i++) {
+        cr_assert_eq(wcs[i].wr_id, 1000 + (uint64_t)i);
+        cr_assert_eq(wcs[i].status, RAILWIRE_E_RAIL_DOWN, "WR %d: status %d", i, wcs[i].status);
+        cr_assert_eq(wcs[i].byte_len, 0);
+    }
+    cr_assert_eq(rw_tcp_ops.ep_poll(ep, wcs, 16), 0, "each WR completes exactly once");
+}
+
+Test(tcp_fail, kill_completes_outstanding_rail_down)
+{
+    struct fctx c;
+    fsetup(&c, 0, 16 * 4096);
+    cr_assert(fake_wait_attached(&c.f, 5000));
+    cr_assert_eq(post_n(c.cep, c.lmr, c.buf, 8, 4096, RW_OP_READ), 8);
+    cr_assert_eq(post_n(c.cep, c.lmr, c.buf + 8 * 4096, 4, 4096, RW_OP_WRITE), 4);
+    rw_tcp_ops.ep_kill(c.cep);
+    {
+        struct rw_wc wcs[16];
+        int i;
+        /* Completions are queued by the time ep_kill returns. */
+        cr_assert_eq(rw_tcp_ops.ep_poll(c.cep, wcs, 16), 12);
+        for (i = 0; i < 12; i++)
+            cr_assert_eq(wcs[i].status, RAILWIRE_E_RAIL_DOWN);
+    }
+    cr_assert_eq(post_n(c.cep, c.lmr, c.buf, 1, 64, RW_OP_READ), RAILWIRE_E_RAIL_DOWN);
+    rw_tcp_ops.ep_kill(c.cep); /* idempotent */
+    fteardown(&c);
+}
+
+Test(tcp_fail, server_closing_connection_is_rail_down)
+{
+    struct fctx c;
+    fsetup(&c, 0, 16 * 4096);
+    cr_assert(fake_wait_attached(&c.f, 5000));
+    cr_assert_eq(post_n(c.cep, c.lmr, c.buf, 6, 4096, RW_OP_READ), 6);
+    shutdown(c.f.cfd, SHUT_RDWR);
+    expect_all_down(c.cep, 6);
+    cr_assert_eq(post_n(c.cep, c.lmr, c.buf, 1, 64, RW_OP_READ), RAILWIRE_E_RAIL_DOWN);
+    for (size_t i = 0; i < 16 * 4096; i++)
+        cr_assert_eq(c.buf[i], CANARY, "no byte written into a failed READ's buffer");
+    fteardown(&c);
+}
+
+Test(tcp_fail, silent_server_times_out_rail_down)
+{
+    struct fctx c;
+    fsetup(&c, 300, 16 * 4096); /* io_timeout 300 ms */
+    cr_assert(fake_wait_attached(&c.f, 5000));
+    cr_assert_eq(post_n(c.cep, c.lmr, c.buf, 3, 4096, RW_OP_READ), 3);
+    expect_all_down(c.cep, 3);
+    fteardown(&c);
+}
+
+Test(tcp_fail, refused_verdict_fails_connect)
+{
+    struct fake_srv f;
+    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1"};
+    struct rw_domain *d;
+    struct rw_ep *ep;
+    struct rw_ep_cfg ecfg = {.depth = 4};
+
+    fake_start(&f, RW_TCP_VERDICT_REFUSE);
+    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &d), 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(d, &ecfg, &ep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_connect(ep, &f.id, 5000), RAILWIRE_E_REFUSED);
+    rw_tcp_ops.ep_destroy(ep);
+    rw_tcp_ops.domain_close(d);
+    fake_close(&f);
+}
+
+Test(tcp_fail, destroy_with_outstanding_wrs)
+{
+    struct fctx c;
+    fsetup(&c, 0, 16 * 65536);
+    cr_assert(fake_wait_attached(&c.f, 5000));
+    cr_assert_eq(post_n(c.cep, c.lmr, c.buf, 16, 65536, RW_OP_WRITE), 16);
+    rw_tcp_ops.ep_destroy(c.cep); /* bounded: the suite's timeout catches a hang */
+    c.cep = NULL;
+    fteardown(&c);
+}
+
+/* Against the real server, mid-transfer: every WR completes exactly once,
+ * successes carry the right bytes, the rest are rail-down, and nothing
+ * writes into the buffers once ep_kill has returned. */
+Test(tcp_fail, kill_mid_transfer_no_late_writes)
+{
+    enum { N = 16, LEN = 1 << 20 };
+    struct tpair p;
+    uint8_t *buf = malloc((size_t)N * LEN);
+    struct rw_mr *lmr;
+    struct rw_wr wrs[N];
+    struct rw_wc wcs[N];
+    int i, got, ok = 0, down = 0;
+
+    cr_assert_not_null(buf);
+    t_open(&p, "127.0.0.1", 0);
+    t_connect(&p, NULL, 0, N);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, (size_t)N * LEN, RW_ACCESS_LOCAL, &lmr), 0);
+    memset(buf, 0, (size_t)N * LEN);
+    for (i = 0; i < N; i++)
+        wrs[i] = (struct rw_wr){.wr_id = (uint64_t)i, .opcode = RW_OP_READ, .local = buf + (size_t)i * LEN,
+                                .mr = lmr, .length = LEN, .remote_addr = p.smr->remote_base + (size_t)(i % 7) * LEN,
+                                .rkey = p.smr->rkey};
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, wrs, N), N);
+    got = t_wait(p.cep, wcs, 1, 10000); /* the transfer is under way */
+    cr_assert_eq(got, 1);
+    rw_tcp_ops.ep_kill(p.cep);
+    got += rw_tcp_ops.ep_poll(p.cep, wcs + got, N - got);
+    cr_assert_eq(got, N, "every WR has completed when ep_kill returns");
+    for (i = 0; i < N; i++) {
+        cr_assert_eq(wcs[i].wr_id, (uint64_t)i);
+        if (wcs[i].status == 0) {
+            ok++;
+            cr_assert_eq(memcmp(wrs[i].local, p.smem + (size_t)(i % 7) * LEN, LEN), 0);
+        } else {
+            cr_assert_eq(wcs[i].status, RAILWIRE_E_RAIL_DOWN);
+            down++;
+        }
+    }
+    cr_assert_geq(ok, 1);
+    memset(buf, CANARY, (size_t)N * LEN);
+    usleep(200 * 1000);
+    for (size_t k = 0; k < (size_t)N * LEN; k++)
+        cr_assert_eq(buf[k], CANARY, "byte %zu written after ep_kill returned", k);
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, wrs, 1), RAILWIRE_E_RAIL_DOWN);
+    cr_log_info("kill mid-transfer: %d completed, %d rail-down", ok, down);
+    rw_tcp_ops.mr_dereg(lmr);
+    t_close(&p);
+    free(buf);
+}
+
+/* The real server's ep goes away while READs are outstanding. */
+Test(tcp_fail, server_ep_destroyed_is_rail_down)
+{
+    enum { N = 8, LEN = 1 << 20 };
+    struct tpair p;
+    uint8_t *buf = malloc((size_t)N * LEN);
+    struct rw_mr *lmr;
+    struct rw_wr wrs[N];
+    struct rw_wc wcs[N];
+    int i, got;
+
+    cr_assert_not_null(buf);
+    t_open(&p, "127.0.0.1", 0);
+    t_connect(&p, NULL, 0, N);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, (size_t)N * LEN, RW_ACCESS_LOCAL, &lmr), 0);
+    for (i = 0; i < N; i++)
+        wrs[i] = (struct rw_wr){.wr_id = (uint64_t)i, .opcode = RW_OP_WRITE, .local = buf + (size_t)i * LEN,
+                                .mr = lmr, .length = LEN, .remote_addr = p.smr->remote_base,
+                                .rkey = p.smr->rkey};
+    memset(buf, 1, (size_t)N * LEN);
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, wrs, N), N);
+    rw_tcp_ops.ep_destroy(p.sep);
+    p.sep = NULL;
+    got = t_wait(p.cep, wcs, N, 10000);
+    cr_assert_eq(got, N, "every WR completes once");
+    for (i = 0; i < N; i++)
+        cr_assert(wcs[i].status == 0 || wcs[i].status == RAILWIRE_E_RAIL_DOWN);
+    /* The server is gone: a new WR is refused, or accepted and failed. */
+    i = rw_tcp_ops.ep_post(p.cep, wrs, 1);
+    if (i == 1) {
+        cr_assert_eq(t_wait(p.cep, wcs, 1, 10000), 1);
+        cr_assert_eq(wcs[0].status, RAILWIRE_E_RAIL_DOWN);
+        i = rw_tcp_ops.ep_post(p.cep, wrs, 1);
+    }
+    cr_assert_eq(i, RAILWIRE_E_RAIL_DOWN);
+    rw_tcp_ops.mr_dereg(lmr);
+    t_close(&p);
+    free(buf);
+}
+
+/* Objects can be torn down without connecting, and a server domain with a
+ * parked connection closes cleanly. */
+Test(tcp_fail, teardown_unconnected_and_parked)
+{
+    struct tpair p;
+    struct rw_ep_cfg ecfg = {.depth = 4};
+    struct rw_qp_id id;
+
+    t_open(&p, "127.0.0.1", 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(p.sdom, &ecfg, &p.sep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(p.cdom, &ecfg, &p.cep), 0);
+    id = p.sep->local;
+    /* The hello parks (no server ep_connect): the client times out waiting
+     * for the verdict; destroy then releases the parked socket. */
+    cr_assert_eq(rw_tcp_ops.ep_connect(p.cep, &id, 200), RAILWIRE_E_TIMEOUT);
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, NULL, 0), RAILWIRE_E_STATE);
+    t_close(&p);
+}

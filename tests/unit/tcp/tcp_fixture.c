@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+#include "tcp_fixture.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/time.h"
+
+void t_pattern(uint8_t *buf, size_t len, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        buf[i] = (uint8_t)(x ^ (i >> 8));
+    }
+}
+
+void t_open(struct tpair *p, const char *addr, int io_timeout_ms)
+{
+    struct rw_domain_cfg sc = {.role = RW_ROLE_SERVER, .device = addr, .io_timeout_ms = io_timeout_ms};
+    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = addr, .io_timeout_ms = io_timeout_ms};
+
+    memset(p, 0, sizeof(*p));
+    cr_assert_eq(rw_tcp_ops.domain_open(&sc, &p->sdom), 0);
+    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &p->cdom), 0);
+    p->smem = malloc(T_SRV_LEN);
+    cr_assert_not_null(p->smem);
+    t_pattern(p->smem, T_SRV_LEN, 1);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p->sdom, p->smem, T_SRV_LEN,
+                                   RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE, &p->smr), 0);
+}
+
+struct srv_conn_arg {
+    struct rw_ep *sep;
+    struct rw_qp_id remote;
+    int timeout_ms;
+    int rc;
+};
+
+static void *srv_conn(void *a)
+{
+    struct srv_conn_arg *s = a;
+    s->rc = rw_tcp_ops.ep_connect(s->sep, &s->remote, s->timeout_ms);
+    return NULL;
+}
+
+int t_connect_both(struct rw_ep *sep, struct rw_ep *cep, int timeout_ms, int *srv_rc)
+{
+    struct srv_conn_arg a = {.sep = sep, .remote = cep->local, .timeout_ms = timeout_ms};
+    pthread_t th;
+    int rc;
+
+    cr_assert_eq(pthread_create(&th, NULL, srv_conn, &a), 0);
+    rc = rw_tcp_ops.ep_connect(cep, &sep->local, timeout_ms);
+    pthread_join(th, NULL);
+    *srv_rc = a.rc;
+    return rc;
+}
+
+void t_connect(struct tpair *p, struct rw_mr *const *exposed, size_t n_exposed, unsigned depth)
+{
+    struct rw_ep_cfg scfg = {.depth = depth, .exposed = exposed ? exposed : &p->smr,
+                             .n_exposed = exposed ? n_exposed : 1};
+    struct rw_ep_cfg ccfg = {.depth = depth};
+    int srv_rc, rc;
+
+    cr_assert_eq(rw_tcp_ops.ep_create(p->sdom, &scfg, &p->sep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(p->cdom, &ccfg, &p->cep), 0);
+    rc = t_connect_both(p->sep, p->cep, 5000, &srv_rc);
+    cr_assert_eq(rc, 0, "client connect: %d", rc);
+    cr_assert_eq(srv_rc, 0, "server connect: %d", srv_rc);
+}
+
+void t_close(struct tpair *p)
+{
+    if (p->cep)
+        rw_tcp_ops.ep_destroy(p->cep);
+    if (p->sep)
+        rw_tcp_ops.ep_destroy(p->sep);
+    if (p->smr)
+        rw_tcp_ops.mr_dereg(p->smr);
+    if (p->cdom)
+        rw_tcp_ops.domain_close(p->cdom);
+    if (p->sdom)
+        rw_tcp_ops.domain_close(p->sdom);
+    free(p->smem);
+    memset(p, 0, sizeof(*p));
+}
+
+int t_wait(struct rw_ep *ep, struct rw_wc *wcs, int n, int timeout_ms)
+{
+    int64_t deadline = rw_now_ms() + timeout_ms;
+    int got = 0;
+
+    while (got < n) {
+        struct pollfd pfd = {.fd = rw_tcp_ops.ep_wait_fd(ep), .events = POLLIN};
+        got += rw_tcp_ops.ep_poll(ep, wcs + got, n - got);
+        if (got >= n)
+            break;
+        rw_tcp_ops.ep_arm(ep);
+        got += rw_tcp_ops.ep_poll(ep, wcs + got, n - got);
+        if (got >= n || rw_ms_left(deadline) == 0)
+            break;
+        poll(&pfd, 1, rw_ms_left(deadline));
+    }
+    return got;
+}
+
+int t_post_all(struct rw_ep *ep, const struct rw_wr *wrs, size_t n, struct rw_wc *wcs, int timeout_ms)
+{
+    int64_t deadline = rw_now_ms() + timeout_ms;
+    size_t posted = 0;
+    int got = 0;
+
+    while (posted < n && rw_ms_left(deadline) > 0) {
+        int k = rw_tcp_ops.ep_post(ep, wrs + posted, n - posted);
+        cr_assert_geq(k, 0, "ep_post: %d", k);
+        posted += (size_t)k;
+        if (posted < n)
+            got += t_wait(ep, wcs + got, 1, rw_ms_left(deadline));
+    }
+    cr_assert_eq(posted, n, "could not post every WR in time");
+    return got;
+}
+
+/* ------------------------------------------------------------ fake server */
+
+static void *fake_main(void *arg)
+{
+    struct fake_srv *f = arg;
+    uint8_t hello[RW_TCP_HELLO_SIZE], buf[65536];
+    size_t got = 0;
+    struct pollfd pfd = {.fd = f->lfd, .events = POLLIN};
+
+    if (poll(&pfd, 1, 10000) != 1)
+        return NULL;
+    f->cfd = accept(f->lfd, NULL, NULL);
+    if (f->cfd < 0)
+        return NULL;
+    while (got < sizeof(hello)) {
+        ssize_t k = recv(f->cfd, hello + got, sizeof(hello) - got, 0);
+        if (k <= 0)
+            return NULL;
+        got += (size_t)k;
+    }
+    if (send(f->cfd, &f->verdict, 1, MSG_NOSIGNAL) != 1)
+        return NULL;
+    atomic_store(&f->started, 1);
+    for (;;) {
+        ssize_t k = recv(f->cfd, buf, sizeof(buf), 0);
+        if (k <= 0)
+            break;
+        f->drained += (unsigned long long)k;
+    }
+    return NULL;
+}
+
+void fake_start(struct fake_srv *f, uint8_t verdict)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+    pthread_t *th = malloc(sizeof(*th));
+
+    memset(f, 0, sizeof(*f));
+    f->cfd = -1;
+    f->verdict = verdict;
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(f->lfd, 0);
+    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    cr_assert_eq(listen(f->lfd, 4), 0);
+    cr_assert_eq(getsockname(f->lfd, (struct sockaddr *)&sin, &len), 0);
+    f->port = ntohs(sin.sin_port);
+    f->id = t_loopback_id(f->port, 1, 42);
+    cr_assert_not_null(th);
+    cr_assert_eq(pthread_create(th, NULL, fake_main, f), 0);
+    f->thread = th;
+}
+
+int fake_wait_attached(struct fake_srv *f, int timeout_ms)
+{
+    int64_t deadline = rw_now_ms() + timeout_ms;
+    while (!atomic_load(&f->started) && rw_ms_left(deadline) > 0)
+        usleep(1000);
+    return atomic_load(&f->started);
+}
+
+void fake_close(struct fake_srv *f)
+{
+    if (atomic_load(&f->started))
+        shutdown(f->cfd, SHUT_RDWR);
+    shutdown(f->lfd, SHUT_RDWR);
+    pthread_join(*(pthread_t *)f->thread, NULL);
+    free(f->thread);
+    if (f->cfd >= 0)
+        close(f->cfd);
+    close(f->lfd);
+}
+
+struct rw_qp_id t_loopback_id(uint16_t port, uint32_t slot, uint32_t psn)
+{
+    struct rw_qp_id id = {.qpn = slot << 16 | port, .psn = psn};
+    id.gid[10] = 0xff;
+    id.gid[11] = 0xff;
+    id.gid[12] = 127;
+    id.gid[15] = 1;
+    return id;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared helpers of the tcp transport suites: a server and a client domain
+ * on loopback, registered server memory, connected ep pairs, completion
+ * waits, and a scripted fake server speaking the rail protocol. */
+#ifndef RW_TESTS_TCP_FIXTURE_H
+#define RW_TESTS_TCP_FIXTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcp/tcp_proto.h"
+#include "transport/transport.h"
+
+#define T_SRV_LEN (8u << 20)
+
+struct tpair {
+    struct rw_domain *sdom, *cdom;
+    uint8_t *smem;            /* T_SRV_LEN bytes, pattern-filled, registered RW */
+    struct rw_mr *smr;
+    struct rw_ep *sep, *cep;
+};
+
+/* Fills buf with a pattern that depends on seed and position. */
+void t_pattern(uint8_t *buf, size_t len, uint32_t seed);
+
+/* Opens both domains on `addr` ("127.0.0.1" or "::1"); io_timeout_ms 0 =
+ * default.  Registers smem. Asserts on failure. */
+void t_open(struct tpair *p, const char *addr, int io_timeout_ms);
+
+/* Creates a server ep exposing the given MRs (NULL/0: p->smr) and a client
+ * ep of `depth`, and connects them (both sides concurrently).  Asserts. */
+void t_connect(struct tpair *p, struct rw_mr *const *exposed, size_t n_exposed, unsigned depth);
+
+/* Runs the server's ep_connect(remote, timeout) in a thread while the
+ * client connects; returns the client's code, *srv_rc gets the server's. */
+int t_connect_both(struct rw_ep *sep, struct rw_ep *cep, int timeout_ms, int *srv_rc);
+
+/* Destroys what t_open/t_connect created (NULL members skipped). */
+void t_close(struct tpair *p);
+
+/* Polls ep until n completions arrived or timeout_ms passed, sleeping on
+ * the wait fd between polls.  Returns how many arrived. */
+int t_wait(struct rw_ep *ep, struct rw_wc *wcs, int n, int timeout_ms);
+
+/* Posts all n WRs, waiting for completions to make room as needed; the
+ * completions reaped on the way are stored in wcs (room for n).  Returns
+ * how many completions were stored. */
+int t_post_all(struct rw_ep *ep, const struct rw_wr *wrs, size_t n, struct rw_wc *wcs, int timeout_ms);
+
+/* A fake server: a loopback listener that accepts one rail connection,
+ * reads its hello, answers `verdict`, then reads requests forever and
+ * answers none (until fake_close). */
+struct fake_srv {
+    int lfd, cfd;
+    uint16_t port;
+    struct rw_qp_id id;       /* what a client must connect to */
+    uint8_t verdict;
+    _Atomic int started;      /* set once the hello was answered */
+    unsigned long long drained;
+    void *thread;
+};
+void fake_start(struct fake_srv *f, uint8_t verdict);
+/* Waits (bounded) until the fake server accepted and answered.  Returns 1 if so. */
+int fake_wait_attached(struct fake_srv *f, int timeout_ms);
+/* Closes the fake server's connection (the client sees EOF) and stops it. */
+void fake_close(struct fake_srv *f);
+
+/* Builds a remote identity for 127.0.0.1:port (qpn = port). */
+struct rw_qp_id t_loopback_id(uint16_t port, uint32_t slot, uint32_t psn);
+
+#endif
