@@ -124,7 +124,7 @@ int rw_hs_server_eof(struct rw_hs_server *s)
     }
 }
 
-/* Queues an encoded reply of `size` bytes; `enc` writes it. */
+/* Queues the reply (already validated: `size` bytes) for the dialect. */
 static int queue_reply(struct rw_hs_server *s, size_t size, const void *p, unsigned n)
 {
     uint8_t *out = rw_hs_tx_alloc(&s->tx, &s->tx_len, &s->tx_off, size);

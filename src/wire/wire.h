@@ -134,13 +134,20 @@ ssize_t rw_frame_scan(struct rw_frame *f, const uint8_t *buf, size_t len);
 size_t rw_frame_max_size(enum rw_frame_kind kind);
 
 /* --- records --- */
+/* Writes one 24-byte QP identity; returns 24, NOSPACE or INVALID (NULL id). */
 ssize_t rw_encode_qp_id(uint8_t *out, size_t cap, const struct rw_qp_id *id);
+/* Reads one QP identity into *id; returns 24 or NEED_MORE (len < 24). */
 ssize_t rw_decode_qp_id(const uint8_t *buf, size_t len, struct rw_qp_id *id);
 
 /* --- server replies (u8 n | n x params) --- */
 /* Size of an RO reply for these params, or 0 when it is unencodable. */
 size_t rw_ro_reply_size(const struct rw_ro_params *p, unsigned n_rails);
+/* Writes u8 n_rails | n_rails x RO params (p has n_rails entries, read only).
+ * Returns the size, INVALID (rails not 1..8, layers not 1..4096, NULL
+ * arrays) or NOSPACE; nothing is written on failure. */
 ssize_t rw_encode_ro_reply(uint8_t *out, size_t cap, const struct rw_ro_params *p, unsigned n_rails);
+/* Writes u8 n_rails | n_rails x RW params (n_rails 0..255; the RW reader
+ * does not bound it to 8).  Returns the size, INVALID or NOSPACE. */
 ssize_t rw_encode_rw_reply(uint8_t *out, size_t cap, const struct rw_rw_params *p, unsigned n_rails);
 /* Decode a whole reply from a client that asked for `want` rails.  On success
  * *out owns its arrays; on any failure *out is left zeroed. */
@@ -148,10 +155,12 @@ ssize_t rw_decode_ro_reply(const uint8_t *buf, size_t len, unsigned want, struct
 ssize_t rw_decode_rw_reply(const uint8_t *buf, size_t len, unsigned want, struct rw_server_reply *out);
 
 /* --- client messages --- */
-/* The request: one byte n_rails. */
+/* The request: one byte n_rails (0..255).  Returns 1, INVALID or NOSPACE. */
 ssize_t rw_encode_request(uint8_t *out, size_t cap, unsigned n_rails);
-/* The second message: u8 n | n x QP identity.  Decoding checks n == want
- * (rail-count-mismatch); `ids` must have room for `want` entries. */
+/* The second message: u8 n | n x QP identity.  Encoding returns the size
+ * (1 + 24n), INVALID (n > 255, NULL ids) or NOSPACE.  Decoding checks
+ * n == want (rail-count-mismatch); `ids` (caller-owned) must have room for
+ * `want` entries; returns the size consumed, NEED_MORE or the class. */
 ssize_t rw_encode_client_ids(uint8_t *out, size_t cap, const struct rw_qp_id *ids, unsigned n);
 ssize_t rw_decode_client_ids(const uint8_t *buf, size_t len, unsigned want, struct rw_qp_id *ids);
 /* The client's whole emitted stream (request byte, then the second message),
@@ -159,6 +168,7 @@ ssize_t rw_decode_client_ids(const uint8_t *buf, size_t len, unsigned want, stru
 ssize_t rw_decode_client_stream(const uint8_t *buf, size_t len, unsigned want, struct rw_qp_id *ids);
 
 /* --- ack --- */
+/* Writes the status byte; returns 1 or NOSPACE. */
 ssize_t rw_encode_ack(uint8_t *out, size_t cap, uint8_t status);
 /* Returns 1 for STATUS_OK, RAILWIRE_E_REFUSED for any other byte,
  * RAILWIRE_E_NEED_MORE for an empty buffer.  *status gets the byte. */
