@@ -23,6 +23,6 @@ echo "== railwire bench --loopback (the CLI, same transport), 1 MiB, depth 8"
 for rails in 1 2; do
   for op in --read --write; do
     "$build/tools/railwire/railwire" bench --loopback --transport tcp --rails "$rails" "$op" \
-      -s 1M -q 8 -n 2000 --quiet | sed -n '/^ *size/,/^$/p' | sed "s/^/  [$rails rail(s) $op] /"
+      -s 1M -q 8 -n 2000 --quiet | sed -n '/^ *size/,/^$/{/^$/!p}' | sed "s/^/  [$rails rail(s) $op] /"
   done
 done

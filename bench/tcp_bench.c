@@ -410,6 +410,10 @@ int main(int argc, char **argv)
     {
         const struct { enum railwire_dialect d; size_t reply; const char *name; } hs[2] = {
             {RAILWIRE_DIALECT_RW, 1 + 8 * 36, "RW"}, {RAILWIRE_DIALECT_RO, 1 + 8 * 40, "RO (1 layer)"}};
+        /* warm-up: threads, sockets and caches, not measured */
+        plain_round_trips(hs[0].reply, 1 + 8 * 24, 10, 0);
+        plain_round_trips(hs[0].reply, 1 + 8 * 24, 10, 1);
+        railwire_bringup(&rw, RAILWIRE_DIALECT_RW, 8, 3);
         for (int i = 0; i < 2; i++) {
             double bare = plain_round_trips(hs[i].reply, 1 + 8 * 24, connects, 0);
             double conn = plain_round_trips(hs[i].reply, 1 + 8 * 24, connects, 1);

@@ -186,8 +186,12 @@ static int sleep_on_rails(railwire_railset *rs, int ms)
         pfd[n].revents = 0;
         n++;
     }
+    size_t done_before = rs->n_done;
     int got = rw_progress(rs);
-    if (got > 0)
+    /* A transfer may also finish without a completion being polled (a rail
+     * timed out or failed to post and it was the last one): do not sleep
+     * then either. */
+    if (got > 0 || rs->n_done != done_before)
         return got;
     if (busy && ms > 1)
         ms = 1;
@@ -257,7 +261,11 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
                     (unsigned long long)h, timeout_ms);
             return RAILWIRE_E_TIMEOUT;
         }
-        if (rw_progress(rs) == 0)
+        /* Sleep only if this round finished nothing: a transfer failed by
+         * the op timeout or a failed post finishes with no completion
+         * polled, and sleeping then would wait for the whole timeout. */
+        size_t done_before = rs->n_done;
+        if (rw_progress(rs) == 0 && rs->n_done == done_before)
             sleep_on_rails(rs, left);
     }
 }

@@ -64,6 +64,11 @@ static int check_opts(const railwire_server_opts *o)
                (unsigned long long)total, (unsigned long long)o->max_bytes);
         return RAILWIRE_E_LIMIT;
     }
+    if ((o->n_rail_addrs && !o->rail_addrs) || (o->n_devices && !o->devices)) {
+        rw_err("server: n_rail_addrs %u / n_devices %u given without the array", o->n_rail_addrs,
+               o->n_devices);
+        return RAILWIRE_E_INVALID;
+    }
     if (o->max_rails_per_client == 0 || o->max_rails_per_client > RW_MAX_RW_RAILS) {
         rw_err("server: max_rails_per_client %u is not 1..%d", o->max_rails_per_client,
                RW_MAX_RW_RAILS);
@@ -102,8 +107,10 @@ static int open_domain(void *arg, unsigned i)
     struct rw_domain_cfg dc = {.role = RW_ROLE_SERVER, .gid_index = o->gid_index,
                                .mtu_cap = o->mtu, .io_timeout_ms = o->io_timeout_ms};
     struct rw_domain_place place;
-    const char *addr = o->n_rail_addrs ? o->rail_addrs[i] : srv->listen_addr;
-    const char *dev = o->n_devices ? o->devices[i]
+    /* i runs over the domains of the transport in use (n_rail_addrs for
+     * tcp, n_devices for verbs): the other list may be shorter. */
+    const char *addr = o->n_rail_addrs ? o->rail_addrs[i % o->n_rail_addrs] : srv->listen_addr;
+    const char *dev = o->n_devices ? o->devices[i % o->n_devices]
                       : srv->defaults ? srv->defaults[i].device : NULL;
     rw_domain_place_fill(&dc, &place, srv->ops->name, addr, dev, i);
     int rc = srv->ops->domain_open(&dc, &d->dom);
@@ -208,6 +215,9 @@ static void accept_one(struct railwire_server *srv)
         return;
     char peer[80];
     rw_sock_name(fd, 1, peer, sizeof(peer));
+    /* The control connection is the session's liveness signal: a client
+     * that vanishes without a FIN must still end its session. */
+    rw_sock_keepalive(fd, srv->io_timeout_ms);
     pthread_mutex_lock(&srv->lock);
     int full = srv->n_live >= srv->max_clients;
     pthread_mutex_unlock(&srv->lock);

@@ -250,10 +250,27 @@ int rw_sock_accept(int lfd, int *out)
     return 0;
 }
 
+void rw_sock_keepalive(int fd, int timeout_ms)
+{
+    if (timeout_ms <= 0)
+        timeout_ms = RW_SOCK_DEFAULT_IO_MS;
+    int idle = timeout_ms / 2000 > 0 ? timeout_ms / 2000 : 1;
+    int on = 1, intvl = 1, cnt = idle + 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) < 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof(timeout_ms)) < 0)
+        rw_debug("keepalive: setsockopt failed: %s", strerror(errno));
+}
+
 int rw_sock_send_all(int fd, const void *buf, size_t len, int timeout_ms)
 {
     if (timeout_ms <= 0)
         timeout_ms = RW_SOCK_DEFAULT_IO_MS;
+    /* The whole call is bounded: a peer reading a trickle at a time must
+     * not stretch it wait after wait. */
+    int64_t deadline = rw_now_ms() + timeout_ms;
     const char *p = buf;
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
@@ -265,9 +282,10 @@ int rw_sock_send_all(int fd, const void *buf, size_t len, int timeout_ms)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int w = wait_fd(fd, POLLOUT, timeout_ms);
+            int left = rw_ms_left(deadline);
+            int w = left > 0 ? wait_fd(fd, POLLOUT, left) : 0;
             if (w == 0) {
-                rw_debug("send: no progress within %d ms", timeout_ms);
+                rw_debug("send: %zu bytes still unsent after %d ms", len, timeout_ms);
                 return RAILWIRE_E_TIMEOUT;
             }
             if (w < 0)

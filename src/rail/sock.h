@@ -29,7 +29,14 @@ int rw_sock_listen(const char *host, const char *port, int backlog, int *fd);
  * closes), RAILWIRE_E_TIMEOUT when none is waiting, RAILWIRE_E_SYSTEM. */
 int rw_sock_accept(int lfd, int *out);
 
-/* Sends all `len` bytes, each wait bounded by timeout_ms (<= 0: 10000).
+/* Turns on TCP keepalive (first probe after about timeout_ms / 2, then one
+ * a second) and TCP_USER_TIMEOUT = timeout_ms on a connected socket, so a
+ * peer that vanished without a FIN or RST (power loss, cable pulled) turns
+ * into a read error instead of a silence that lasts forever.  Failures are
+ * logged at debug level (the socket still works). */
+void rw_sock_keepalive(int fd, int timeout_ms);
+
+/* Sends all `len` bytes within timeout_ms (<= 0: 10000) for the whole call.
  * Returns 0, RAILWIRE_E_TIMEOUT or RAILWIRE_E_IO (peer gone). */
 int rw_sock_send_all(int fd, const void *buf, size_t len, int timeout_ms);
 

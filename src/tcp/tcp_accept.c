@@ -60,6 +60,8 @@ static void handle_hello(struct rw_tcp_domain *d, struct pending *p)
 
 static void accept_new(struct rw_tcp_domain *d, struct pending *pend, int *n_pend)
 {
+    unsigned evicted = 0;
+
     for (;;) {
         int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -67,18 +69,30 @@ static void accept_new(struct rw_tcp_domain *d, struct pending *pend, int *n_pen
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 rw_warn("tcp: %s: accept failed: %s", d->base.name, strerror(errno));
+            if (evicted)
+                rw_warn("tcp: %s: %d connections were still sending their hello; closed the "
+                        "%u oldest to take new ones (a flood of idle connections?)",
+                        d->base.name, RW_TCP_MAX_PENDING, evicted);
             return;
         }
-        if (*n_pend >= RW_TCP_MAX_PENDING) {
-            rw_warn("tcp: %s: %d connections are already sending their hello; closing a new one",
-                    d->base.name, RW_TCP_MAX_PENDING);
-            close(fd);
-            continue;
+        int slot = *n_pend;
+        if (slot >= RW_TCP_MAX_PENDING) {
+            /* Full of connections that have not finished their hello: drop
+             * the oldest one rather than stop accepting, so a flood of
+             * silent connections cannot lock real rails out until it times
+             * out (a real client sends its hello right after connecting). */
+            slot = 0;
+            for (int i = 1; i < *n_pend; i++)
+                if (pend[i].deadline_ms < pend[slot].deadline_ms)
+                    slot = i;
+            close(pend[slot].fd);
+            evicted++;
+        } else {
+            (*n_pend)++;
         }
-        pend[*n_pend].fd = fd;
-        pend[*n_pend].got = 0;
-        pend[*n_pend].deadline_ms = rw_now_ms() + d->io_timeout_ms;
-        (*n_pend)++;
+        pend[slot].fd = fd;
+        pend[slot].got = 0;
+        pend[slot].deadline_ms = rw_now_ms() + d->io_timeout_ms;
     }
 }
 
@@ -133,8 +147,7 @@ void *rw_tcp_accept_main(void *arg)
             i++;
         }
         pfd[0] = (struct pollfd){.fd = d->wake_fd, .events = POLLIN};
-        pfd[1] = (struct pollfd){.fd = n_pend < RW_TCP_MAX_PENDING ? d->listen_fd : -1,
-                                 .events = POLLIN};
+        pfd[1] = (struct pollfd){.fd = d->listen_fd, .events = POLLIN};
         for (i = 0; i < n_pend; i++)
             pfd[base + i] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
         n = poll(pfd, (nfds_t)(base + n_pend), rw_ms_left(next));

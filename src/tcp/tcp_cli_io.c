@@ -14,6 +14,10 @@
 #include "tcp/tcp_sock.h"
 
 #define TX_BATCH 64 /* requests per sendmsg */
+/* Bytes (headers + WRITE payloads) per sender batch beyond its first
+ * request: a batch's completions are published when its send returns, so
+ * big batches would delay them. */
+#define TX_BATCH_BYTES (1u << 20)
 
 static void notify(struct rw_tcp_cli_ep *ep)
 {
@@ -39,6 +43,22 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
     pthread_mutex_unlock(&ep->lock);
 }
 
+/* With ep->lock held: publishes the completions that are both answered and
+ * fully sent (see the counters in tcp_internal.h).  Returns 1 when the
+ * completion queue went from empty to non-empty (the waiter must be
+ * notified). */
+static int publish_locked(struct rw_tcp_cli_ep *ep)
+{
+    uint64_t lim = ep->answered < ep->sent ? ep->answered : ep->sent;
+    int wake;
+
+    if (lim <= ep->done)
+        return 0;
+    wake = ep->done == ep->polled;
+    ep->done = lim;
+    return wake;
+}
+
 /* Called by each I/O thread as it ends; the last one completes what is
  * still outstanding (neither thread touches a buffer any more). */
 static void thread_exit(struct rw_tcp_cli_ep *ep)
@@ -48,11 +68,14 @@ static void thread_exit(struct rw_tcp_cli_ep *ep)
     pthread_mutex_lock(&ep->lock);
     if (--ep->threads_live == 0) {
         wake = ep->done < ep->posted && ep->done == ep->polled;
-        for (; ep->done < ep->posted; ep->done++) {
+        /* Answered entries keep their result (no thread runs any more);
+         * the rest never got theirs. */
+        for (ep->done = ep->answered; ep->done < ep->posted; ep->done++) {
             struct rw_tcp_slot *s = &ep->ring[ep->done & ep->mask];
             s->status = RAILWIRE_E_RAIL_DOWN;
             s->byte_len = 0;
         }
+        ep->answered = ep->posted;
         ep->sent = ep->posted;
         ep->sent_off = 0;
     }
@@ -109,7 +132,7 @@ static void *tx_main(void *arg)
     for (;;) {
         uint64_t first, cnt;
         size_t skip;
-        int n, rc;
+        int n, rc, wake;
 
         pthread_mutex_lock(&ep->lock);
         while (ep->state == RW_TCP_CLI_UP && (ep->sent == ep->posted || ep->tx_busy))
@@ -124,17 +147,31 @@ static void *tx_main(void *arg)
         cnt = ep->posted - ep->sent;
         if (cnt > TX_BATCH)
             cnt = TX_BATCH;
+        {
+            size_t bytes = entry_bytes(&ep->ring[first & ep->mask]);
+            uint64_t k;
+            for (k = 1; k < cnt; k++) {
+                bytes += entry_bytes(&ep->ring[(first + k) & ep->mask]);
+                if (bytes > TX_BATCH_BYTES)
+                    break;
+            }
+            cnt = k;
+        }
         pthread_mutex_unlock(&ep->lock);
 
         n = build_iov(ep, first, cnt, skip, iov, hdrs);
         rc = rw_tcp_sendv(ep->fd, iov, n, 0);
         pthread_mutex_lock(&ep->lock);
         ep->tx_busy = 0;
+        wake = 0;
         if (!rc) {
             ep->sent += cnt;
             ep->sent_off = 0;
+            wake = publish_locked(ep);
         }
         pthread_mutex_unlock(&ep->lock);
+        if (wake)
+            notify(ep);
         if (rc) {
             rw_tcp_cli_fail(ep, rc == RAILWIRE_E_TIMEOUT ? RAILWIRE_E_TIMEOUT : RAILWIRE_E_RAIL_DOWN,
                             rc == RAILWIRE_E_TIMEOUT ? "the server stopped reading requests"
@@ -193,6 +230,8 @@ void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t c
         ep->sent++;
     }
     ep->sent_off = (size_t)k;
+    if (publish_locked(ep))
+        notify(ep);
     if (err) {
         pthread_mutex_unlock(&ep->lock);
         rw_tcp_cli_fail(ep, RAILWIRE_E_RAIL_DOWN, "sending failed (connection reset or closed)");
@@ -220,7 +259,7 @@ static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **w
         /* No byte for io_timeout.  Fine when nothing is awaited, or while the
          * sender is still pushing requests (its own timeout watches that). */
         pthread_mutex_lock(&ep->lock);
-        st = ep->state == RW_TCP_CLI_UP && ep->done < ep->posted && ep->sent == ep->posted;
+        st = ep->state == RW_TCP_CLI_UP && ep->answered < ep->posted && ep->sent == ep->posted;
         wake = ep->state != RW_TCP_CLI_UP;
         pthread_mutex_unlock(&ep->lock);
         if (wake)
@@ -252,7 +291,7 @@ static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **w
     rw_tcp_rx_consume(rx, RW_TCP_RESP_SIZE);
 
     pthread_mutex_lock(&ep->lock);
-    idx = ep->done;
+    idx = ep->answered;
     rc = idx < ep->posted ? 0 : RAILWIRE_E_PROTOCOL;
     pthread_mutex_unlock(&ep->lock);
     if (rc || resp.tag != idx) {
@@ -282,8 +321,8 @@ static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **w
     pthread_mutex_lock(&ep->lock);
     s->status = st;
     s->byte_len = st ? 0 : s->wr.length;
-    wake = ep->done == ep->polled;
-    ep->done++;
+    ep->answered++;
+    wake = publish_locked(ep);
     pthread_mutex_unlock(&ep->lock);
     if (wake)
         notify(ep);

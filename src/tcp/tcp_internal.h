@@ -108,8 +108,12 @@ struct rw_tcp_cli_ep {
     uint32_t mask;
     struct rw_tcp_slot *ring;
     /* monotonic counters: polled <= done <= posted, sent <= posted,
-     * posted - polled <= depth; entry i lives at ring[i & mask] */
-    uint64_t posted, sent, done, polled;
+     * answered <= posted, posted - polled <= depth; entry i lives at
+     * ring[i & mask].  `answered` counts responses received; while the ep
+     * is up done = min(answered, sent): a completion is published only once
+     * the send call that carried its request has returned, so no thread is
+     * inside a call that uses the WR's buffer when its owner sees it done */
+    uint64_t posted, sent, answered, done, polled;
     size_t sent_off;                /* bytes of entry `sent` already on the wire */
     int tx_busy;                    /* a thread is writing to the socket */
     int threads_live;

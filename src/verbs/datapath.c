@@ -106,6 +106,67 @@ static int drain_cq(struct rw_vep *ve)
     return n;
 }
 
+static int valid_len(struct rw_vep *ve, const struct rw_wr *r)
+{
+    if (r->length > 0 && r->length <= ve->dom->base.max_msg)
+        return 1;
+    rw_err("verbs: %s: WR of %u bytes outside 1..%u", ve->dom->base.name, r->length,
+           ve->dom->base.max_msg);
+    return 0;
+}
+
+static void fill_wr(struct rw_vep *ve, const struct rw_wr *r, uint64_t seq, struct ibv_send_wr *w,
+                    struct ibv_sge *sg)
+{
+    sg->addr = (uint64_t)(uintptr_t)r->local;
+    sg->length = r->length;
+    sg->lkey = r->mr->lkey;
+    memset(w, 0, sizeof(*w));
+    w->wr_id = seq;
+    w->sg_list = sg;
+    w->num_sge = 1;
+    w->opcode = r->opcode == RW_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+    w->send_flags = r->signaled ? IBV_SEND_SIGNALED : 0;
+    w->wr.rdma.remote_addr = r->remote_addr;
+    w->wr.rdma.rkey = r->rkey;
+    (void)ve;
+}
+
+/* Poster-thread mode: prepare the WRs in their ring slots and hand them to
+ * the thread.  A slot is reused only once its WR was both posted and
+ * reported. */
+static int post_async(struct rw_vep *ve, const struct rw_wr *wrs, size_t n)
+{
+    uint64_t sent = atomic_load(&ve->sent_seq);
+    uint64_t busy_from = sent < ve->head_seq ? sent : ve->head_seq;
+    size_t room = ve->depth - (size_t)(ve->next_seq - busy_from);
+    size_t k = n < room ? n : room;
+
+    for (size_t i = 0; i < k; i++) {
+        if (!valid_len(ve, &wrs[i])) {
+            if (i == 0)
+                return RAILWIRE_E_INVALID;
+            k = i;
+            break;
+        }
+        struct rw_vslot *sl = slot(ve, ve->next_seq + i);
+        fill_wr(ve, &wrs[i], ve->next_seq + i, &sl->wr, &sl->sge);
+        if (i + 1 == k)
+            sl->wr.send_flags |= IBV_SEND_SIGNALED;
+        sl->wr_id = wrs[i].wr_id;
+        sl->len = wrs[i].length;
+        sl->signaled = (sl->wr.send_flags & IBV_SEND_SIGNALED) != 0;
+        sl->opcode = (uint8_t)wrs[i].opcode;
+        sl->done = 0;
+        sl->status = 0;
+    }
+    if (k == 0)
+        return 0;
+    ve->next_seq += k;
+    rw_vposter_kick(ve, ve->next_seq);
+    return (int)k;
+}
+
 int rw_vep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
 {
     struct rw_vep *ve = rw_container_of(ep, struct rw_vep, base);
@@ -119,6 +180,8 @@ int rw_vep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
         rw_err("verbs: %s: post before the rail was connected", ve->dom->base.name);
         return RAILWIRE_E_STATE;
     }
+    if (rw_vposter_wanted(ve))
+        return post_async(ve, wrs, n);
     while (done < n) {
         size_t room = ve->depth - (size_t)(ve->next_seq - ve->head_seq);
         size_t k = n - done;
@@ -130,28 +193,17 @@ int rw_vep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
             break;
         for (size_t i = 0; i < k; i++) {
             const struct rw_wr *r = &wrs[done + i];
-            if (r->length == 0 || r->length > ve->dom->base.max_msg) {
-                rw_err("verbs: %s: WR of %u bytes outside 1..%u", ve->dom->base.name, r->length,
-                       ve->dom->base.max_msg);
+            if (!valid_len(ve, r)) {
                 if (i == 0 && done == 0)
                     return RAILWIRE_E_INVALID;
                 k = i;
                 n = done + i; /* stop after the valid prefix */
                 break;
             }
-            sg[i].addr = (uint64_t)(uintptr_t)r->local;
-            sg[i].length = r->length;
-            sg[i].lkey = r->mr->lkey;
-            memset(&w[i], 0, sizeof(w[i]));
-            w[i].wr_id = ve->next_seq + i;
-            w[i].sg_list = &sg[i];
-            w[i].num_sge = 1;
-            w[i].opcode = r->opcode == RW_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
-            w[i].send_flags = r->signaled ? IBV_SEND_SIGNALED : 0;
-            w[i].wr.rdma.remote_addr = r->remote_addr;
-            w[i].wr.rdma.rkey = r->rkey;
-            w[i].next = i + 1 < k ? &w[i + 1] : NULL;
+            fill_wr(ve, r, ve->next_seq + i, &w[i], &sg[i]);
         }
+        for (size_t i = 0; i < k; i++)
+            w[i].next = i + 1 < k ? &w[i + 1] : NULL;
         if (k == 0)
             break;
         /* The last WR of every post is signaled, so no WR can wait forever
@@ -186,6 +238,8 @@ int rw_vep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
         if (rc)
             break;
     }
+    if (ve->poster_on)
+        rw_vposter_posted_inline(ve);
     if (done == 0 && ve->state == RW_VEP_DEAD)
         return RAILWIRE_E_RAIL_DOWN;
     return (int)done;
@@ -220,6 +274,13 @@ int rw_vep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
 {
     struct rw_vep *ve = rw_container_of(ep, struct rw_vep, base);
     int got = 0;
+
+    if (ve->poster_on && atomic_load(&ve->post_err)) {
+        rw_err("verbs: %s: QP %u: ibv_post_send failed in the poster thread (errno %d): the rail "
+               "is dead", ve->dom->base.name, ve->qp->qp_num, atomic_load(&ve->post_err));
+        mark_dead(ve, RAILWIRE_E_VERBS);
+        rw_vep_kill(ep);
+    }
 
     while (got < max) {
         while (got < max && ve->head_seq < ve->hw_seq) {
@@ -275,6 +336,11 @@ void rw_vep_kill(struct rw_ep *ep)
     struct ibv_qp_attr a;
     int64_t deadline = rw_now_ms() + RW_VERBS_DRAIN_MS;
 
+    /* No more posts: WRs the poster thread never handed to the QP cannot
+     * complete and are failed below without waiting. */
+    int async = ve->poster_on;
+    rw_vposter_stop(ve);
+    uint64_t sent = async ? atomic_load(&ve->sent_seq) : ve->next_seq;
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_ERR;
     int rc = ibv_modify_qp(ve->qp, &a, IBV_QP_STATE);
@@ -284,7 +350,7 @@ void rw_vep_kill(struct rw_ep *ep)
     mark_dead(ve, RAILWIRE_E_RAIL_DOWN);
     /* Every posted WR completes (flushed) once the QP is in ERR; wait for
      * all of them so none touches its local buffer after we return. */
-    while (ve->hw_seq < ve->next_seq && rw_now_ms() < deadline) {
+    while (ve->hw_seq < sent && rw_now_ms() < deadline) {
         int n = drain_cq(ve);
         if (n < 0)
             break;
@@ -294,9 +360,10 @@ void rw_vep_kill(struct rw_ep *ep)
         }
     }
     if (ve->hw_seq < ve->next_seq) {
-        rw_warn("verbs: %s: QP %u: %llu WRs did not flush within %d ms after ERR; reporting "
-                "them as failed", ve->dom->base.name, ve->qp->qp_num,
-                (unsigned long long)(ve->next_seq - ve->hw_seq), RW_VERBS_DRAIN_MS);
+        if (ve->hw_seq < sent)
+            rw_warn("verbs: %s: QP %u: %llu WRs did not flush within %d ms after ERR; "
+                    "reporting them as failed", ve->dom->base.name, ve->qp->qp_num,
+                    (unsigned long long)(sent - ve->hw_seq), RW_VERBS_DRAIN_MS);
         for (uint64_t s = ve->hw_seq; s < ve->next_seq; s++) {
             slot(ve, s)->status = RAILWIRE_E_RAIL_DOWN;
             slot(ve, s)->done = 1;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "verbs/gid_rank.h"
@@ -124,6 +125,25 @@ out:
     return rc;
 }
 
+/* Software providers (rdma_rxe, siw) have no bus device behind them in
+ * sysfs and do their protocol work inside ibv_post_send (see poster.c). */
+static int is_soft_device(const struct rw_vdev *d)
+{
+    char path[IBV_SYSFS_PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/device", d->ctx->device->ibdev_path);
+    return access(path, F_OK) != 0;
+}
+
+static int post_mode(struct rw_vdom *vd)
+{
+    unsigned long v;
+    int r = rw_env_uint("RAILWIRE_VERBS_POST_THREAD", 1, &v);
+    if (r < 0)
+        return r;
+    vd->post_thread = r > 0 ? (int)v : is_soft_device(vd->dev);
+    return 0;
+}
+
 static int qp_params(struct rw_vdom *vd, const struct rw_domain_cfg *cfg, const struct ibv_port_attr *pa)
 {
     unsigned long env_mtu = 0, v;
@@ -197,6 +217,9 @@ int rw_vdom_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
     rc = qp_params(vd, cfg, &pa);
     if (rc)
         goto err_put;
+    rc = post_mode(vd);
+    if (rc)
+        goto err_put;
 
     vd->base.ops = &rw_verbs_ops;
     vd->base.gbps = rw_link_gbps(pa.active_speed, pa.active_width);
@@ -205,10 +228,11 @@ int rw_vdom_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
         vd->base.max_qp_wr = RW_VERBS_MAX_QP_WR;
     vd->base.max_msg = pa.max_msg_sz < RW_VERBS_MAX_MSG ? pa.max_msg_sz : RW_VERBS_MAX_MSG;
     rw_info("verbs: opened %s (%s, %.1f Gbit/s, path MTU %u of active %u, GID index %d, "
-            "ack timeout %u, retry %u)", vd->base.name,
+            "ack timeout %u, retry %u%s)", vd->base.name,
             cfg->role == RW_ROLE_SERVER ? "server" : "client", vd->base.gbps,
             rw_mtu_bytes(vd->mtu_code), rw_mtu_bytes(pa.active_mtu), vd->gid_index, vd->timeout,
-            vd->retry_cnt);
+            vd->retry_cnt,
+            vd->post_thread && cfg->role == RW_ROLE_CLIENT ? ", poster threads" : "");
     *out = &vd->base;
     return 0;
 

@@ -204,6 +204,14 @@ int rw_vep_connect(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_
         return RAILWIRE_E_VERBS;
     }
     ve->state = RW_VEP_RTS;
+    if (vd->post_thread && vd->role == RW_ROLE_CLIENT) {
+        rc = rw_vposter_start(ve);
+        if (rc) {
+            ve->state = RW_VEP_DEAD;
+            ve->dead_err = rc;
+            return rc;
+        }
+    }
     rw_debug("verbs: %s: QP %u connected to QP %u at %s (path MTU %u)", vd->base.name,
              ve->qp->qp_num, remote->qpn, rg, rw_mtu_bytes(vd->mtu_code));
     return 0;
@@ -220,6 +228,7 @@ void rw_vep_destroy(struct rw_ep *ep)
     /* Nothing may still be in flight on our buffers once we return. */
     if (ve->hw_seq != ve->next_seq)
         rw_vep_kill(ep);
+    rw_vposter_stop(ve);
     rc = ibv_destroy_qp(ve->qp);
     if (rc)
         rw_warn("verbs: %s: ibv_destroy_qp failed (errno %d)", name, rw_verbs_errno(rc, errno));

@@ -5,6 +5,7 @@
 #define RW_VERBS_VERBS_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -59,6 +60,7 @@ struct rw_vdom {
     uint8_t rnr_retry;
     uint8_t max_rd_atomic;     /* initiator depth */
     uint8_t max_dest_rd_atomic;/* responder resources */
+    int post_thread;           /* eps hand their WRs to a poster thread (see poster.c) */
 };
 
 struct rw_vmr {
@@ -75,6 +77,8 @@ struct rw_vslot {
     uint8_t opcode;            /* RW_OP_* (a failed CQE's opcode is undefined) */
     uint8_t done;
     int status;
+    struct ibv_send_wr wr;     /* poster-thread mode: the prepared WR ... */
+    struct ibv_sge sge;        /* ... and its buffer */
 };
 
 enum rw_vep_state { RW_VEP_INIT = 0, RW_VEP_RTS = 1, RW_VEP_DEAD = 2 };
@@ -93,6 +97,16 @@ struct rw_vep {
     uint64_t hw_seq;           /* every sequence below this has a known outcome */
     uint64_t head_seq;         /* oldest sequence not yet reported */
     int64_t port_check_ms;     /* last link check while WRs were stuck */
+    /* Poster-thread mode (dom->post_thread): ep_post prepares WRs in the ring
+     * and the thread calls ibv_post_send. */
+    int poster_on;             /* the thread runs (owner thread's view) */
+    pthread_t poster;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t queued_seq;       /* guarded by mu: WRs below this may be posted */
+    int stop;                  /* guarded by mu */
+    _Atomic uint64_t sent_seq; /* WRs below this were accepted by ibv_post_send */
+    _Atomic int post_err;      /* errno of a failed ibv_post_send in the thread */
 };
 
 /* Domain, MR and ep operations (ops.c puts them in the table). */
@@ -110,6 +124,18 @@ int rw_vep_wait_fd(struct rw_ep *ep);
 int rw_vep_arm(struct rw_ep *ep);
 void rw_vep_kill(struct rw_ep *ep);
 void rw_vep_destroy(struct rw_ep *ep);
+
+/* Poster thread (poster.c).  start: 0 or RAILWIRE_E_SYSTEM (logged);
+ * kick: makes WRs below `queued` postable; stop: stops posting and joins
+ * (idempotent; WRs not yet posted stay unposted, see sent_seq). */
+int rw_vposter_start(struct rw_vep *ve);
+void rw_vposter_kick(struct rw_vep *ve, uint64_t queued);
+void rw_vposter_stop(struct rw_vep *ve);
+/* 1 if this post must go through the thread (see poster.c), 0 to post inline. */
+int rw_vposter_wanted(const struct rw_vep *ve);
+/* After an inline post in poster mode: records that everything below
+ * next_seq was posted. */
+void rw_vposter_posted_inline(struct rw_vep *ve);
 
 /* Reads the valid (non-empty) GID entries of one port into a malloc'ed
  * array (*out, freed by the caller; NULL when *n is 0).  Returns 0 or

@@ -5,6 +5,7 @@
  * retry-exceeded.  Every test skips where no RDMA device exists. */
 #include <criterion/criterion.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -330,4 +331,41 @@ Test(verbs_transport, forced_empty_gid_index_is_refused)
     cfg.device = "no_such_rdma_device";
     cfg.gid_index = -1;
     cr_assert_eq(rw_verbs_ops.domain_open(&cfg, &d), RAILWIRE_E_NO_DEVICE);
+}
+
+/* RTR towards a GID this port cannot reach fails at INIT->RTR with
+ * RAILWIRE_E_QP_RTR (the "check the MTU and the GID" error).  Needs an
+ * IPv4 address with no route at all, named by RAILWIRE_TEST_UNROUTED_IPV4
+ * (the VM script sets one; on a host with a default route nothing is
+ * unroutable, so the test skips). */
+Test(verbs_transport, unreachable_gid_fails_at_rtr)
+{
+    const char *ip = getenv("RAILWIRE_TEST_UNROUTED_IPV4");
+    if (!ip || !*ip)
+        cr_skip_test("RAILWIRE_TEST_UNROUTED_IPV4 is not set");
+    struct rw_domain *cd;
+    struct rw_ep *ep;
+    char devs[VT_MAX_DEVS][64];
+    vt_devs('A', devs, VT_MAX_DEVS);
+    struct rw_domain_cfg cfg = {.role = RW_ROLE_CLIENT, .device = devs[0],
+                                .gid_index = vt_gid_index()};
+    cr_assert_eq(rw_verbs_ops.domain_open(&cfg, &cd), 0);
+    cr_assert_eq(rw_verbs_ops.ep_create(cd, &(struct rw_ep_cfg){.depth = 4}, &ep), 0);
+    struct rw_qp_id remote = {.qpn = 0x123, .psn = 0x456};
+    unsigned a, b, c, d;
+    cr_assert_eq(sscanf(ip, "%u.%u.%u.%u", &a, &b, &c, &d), 4);
+    remote.gid[10] = 0xff;
+    remote.gid[11] = 0xff;
+    remote.gid[12] = (uint8_t)a;
+    remote.gid[13] = (uint8_t)b;
+    remote.gid[14] = (uint8_t)c;
+    remote.gid[15] = (uint8_t)d;
+    int rc = rw_verbs_ops.ep_connect(ep, &remote, 5000);
+    cr_assert_eq(rc, RAILWIRE_E_QP_RTR, "got %s (%d)", railwire_error_class(rc), rc);
+    cr_assert_str_eq(railwire_error_class(rc), "qp-rtr");
+    cr_assert(strstr(railwire_strerror(rc), "MTU") && strstr(railwire_strerror(rc), "GID"));
+    struct rw_wr wr = {.length = 1};
+    cr_assert_eq(rw_verbs_ops.ep_post(ep, &wr, 1), RAILWIRE_E_RAIL_DOWN, "a failed QP is dead");
+    rw_verbs_ops.ep_destroy(ep);
+    rw_verbs_ops.domain_close(cd);
 }

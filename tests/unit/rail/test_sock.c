@@ -3,6 +3,7 @@
  * refused, timed out), bounded reads and writes, end of stream vs reset. */
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,4 +191,47 @@ Test(sock, black_holed_address_times_out_in_a_namespace)
     cr_assert(WIFEXITED(st));
     cr_assert_eq(WEXITSTATUS(st), 0, "connect to a black hole did not time out (child %d)",
                  WEXITSTATUS(st));
+}
+
+struct trickle {
+    int fd;
+    volatile int stop;
+};
+
+static void *trickle_reader(void *arg)
+{
+    struct trickle *t = arg;
+    uint8_t b[1024];
+    while (!t->stop) {
+        if (recv(t->fd, b, sizeof(b), MSG_DONTWAIT) == 0)
+            break;
+        usleep(20 * 1000); /* about 50 KB/s */
+    }
+    return NULL;
+}
+
+/* The timeout of rw_sock_send_all bounds the whole call: a peer that keeps
+ * reading a trickle (so that every single wait makes progress) must not
+ * stretch it.  512 KiB at ~50 KB/s would take ~10 s; the bound is 500 ms. */
+Test(sock, send_all_is_bounded_as_a_whole_against_a_trickling_reader, .timeout = 60)
+{
+    int sv[2];
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int small = 4096;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+    setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    int fl = fcntl(sv[0], F_GETFL);
+    fcntl(sv[0], F_SETFL, fl | O_NONBLOCK);
+    struct trickle t = {.fd = sv[1]};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, trickle_reader, &t), 0);
+    size_t len = 512 * 1024;
+    uint8_t *big = calloc(1, len);
+    int rc = rw_sock_send_all(sv[0], big, len, 500);
+    t.stop = 1;
+    pthread_join(th, NULL);
+    cr_assert_eq(rc, RAILWIRE_E_TIMEOUT, "got %d", rc);
+    free(big);
+    close(sv[0]);
+    close(sv[1]);
 }
