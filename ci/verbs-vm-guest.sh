@@ -113,11 +113,13 @@ two_process() {
   local rc=0 dev01="--device ${B[0]} --device ${B[1]:-${B[0]}}"
   serve_start "$work/serve-rw.log" --dialect rw --arena 16M --fill $dev01 || return 1
   # Reads first: they check the --fill pattern, which the writes overwrite.
+  # --span >= depth x size: concurrent writes must not share a remote range,
+  # or a read-back may see another write's bytes.
   for op in read write; do
     for rails in 1 2; do
       # shellcheck disable=SC2046
       "$rw" bench --connect "127.0.0.1:$srv_port" --dialect rw --transport verbs \
-        $(bench_dev_args 0 1) --rails $rails --$op --verify -s 256K -n 40 -q 4 --quiet ||
+        $(bench_dev_args 0 1) --rails $rails --$op --verify -s 256K -n 40 -q 4 --span 4M --quiet ||
         { echo "bench --$op --verify over $rails rail(s) failed"; rc=1; }
     done
   done

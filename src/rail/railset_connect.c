@@ -49,9 +49,11 @@ static int open_rail(struct connect_ctx *cx, const railwire_railset_opts *o, uns
     unsigned depth = o->queue_depth ? o->queue_depth : RW_DEFAULT_QUEUE_DEPTH;
     if (cx->dom[i]->max_qp_wr && depth > cx->dom[i]->max_qp_wr)
         depth = cx->dom[i]->max_qp_wr;
-    /* lazy_verdict: tcp rails come up in parallel; the ack still says
-     * whether the server accepted every one of them. */
-    struct rw_ep_cfg ec = {.depth = depth, .lazy_verdict = 1};
+    /* Not lazy: the server acks without waiting for our rail connections
+     * (a WIRE.md-only peer must see STATUS_OK), so each ep_connect waits
+     * for the server's verdict on its rail and the railset is only handed
+     * out once every rail is confirmed. */
+    struct rw_ep_cfg ec = {.depth = depth, .lazy_verdict = 0};
     rc = cx->ops->ep_create(cx->dom[i], &ec, &cx->ep[i]);
     if (rc < 0) {
         rw_err("connect: rail %u (%s): cannot create an endpoint (%s)", i, cx->dom[i]->name,

@@ -158,7 +158,10 @@ static void run(struct session_run *r)
     }
     int accept = 1;
     for (unsigned i = 0; i < r->n && accept; i++) {
-        rc = srv->ops->ep_connect(r->eps[i], &r->hs.ids[i], srv->io_timeout_ms);
+        /* Expect mode: the ack does not wait for the client's rail
+         * connections (tcp attaches them when they arrive); the client
+         * confirms each rail itself before its connect returns. */
+        rc = srv->ops->ep_connect(r->eps[i], &r->hs.ids[i], 0);
         if (rc < 0) {
             rw_warn("server: refusing client %s: rail %u did not connect (%s); check the client's "
                     "log and the rail addresses", peer, i, railwire_error_class(rc));

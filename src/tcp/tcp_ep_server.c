@@ -228,6 +228,8 @@ int rw_tcp_srv_ep_connect(struct rw_tcp_srv_ep *ep, const struct rw_qp_id *remot
             rw_tcp_refuse(fd);
         }
     }
+    if (timeout_ms == 0)
+        goto out; /* expect mode: the connection attaches whenever it arrives */
     while (ep->conn_fd < 0 && !ep->killed) {
         if (rw_tcp_cond_wait_until(&ep->cond, &d->lock, deadline) == RAILWIRE_E_TIMEOUT)
             break;

@@ -145,7 +145,12 @@ struct rw_transport_ops {
      * client sends its identities on the control connection first, then
      * calls ep_connect on each rail while the server, having read them,
      * calls ep_connect on its side; the ack follows.  So a client-side
-     * ep_connect may wait for the server's side to act. */
+     * ep_connect may wait for the server's side to act.
+     * Server side with timeout_ms == 0 ("expect"): record the peer's identity
+     * and return at once; tcp attaches the peer's rail connection whenever
+     * it arrives (verbs is synchronous anyway).  The railwire server uses
+     * this, so its ack never waits for the client's rail connections and a
+     * peer that speaks only WIRE.md sees STATUS_OK. */
     int (*ep_connect)(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
     /* Posts n WRs in order.  Returns how many were accepted (all of them, or
      * fewer when the queue is full) or a negative code if the ep is dead. */
