@@ -281,6 +281,15 @@ bench() {
 if [ "${RAILWIRE_VM_BENCH:-1}" != 0 ]; then
   step "benchmark: railwire bench vs perftest" bench
 fi
+# rdma_rxe's own counters (retransmissions, sequence errors, drops): context
+# for any rail failure above.
+echo "=== rdma_rxe counters (non-zero)"
+for d in "${A[@]}" "${B[@]}"; do
+  for c in /sys/class/infiniband/$d/ports/1/hw_counters/*; do
+    v=$(cat "$c" 2>/dev/null) || continue
+    [ "$v" != 0 ] && echo "  $d ${c##*/} $v"
+  done
+done
 
 # ---------------------------------------------------------------- link down (last)
 linkdown() {

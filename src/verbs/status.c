@@ -20,8 +20,13 @@ int rw_wc_status_code(enum ibv_wc_status st)
     case IBV_WC_WR_FLUSH_ERR:
         return RAILWIRE_E_RAIL_DOWN;
     case IBV_WC_REM_ACCESS_ERR:
-    case IBV_WC_REM_INV_REQ_ERR:
         return RAILWIRE_E_REMOTE_ACCESS;
+    case IBV_WC_REM_INV_REQ_ERR:
+        /* railwire only sends well-formed READ/WRITEs inside registered
+         * ranges (a bad key or range is REM_ACCESS), so an invalid-request
+         * NAK is a protocol glitch on the rail (seen with rdma_rxe under
+         * load): fail the rail, let the railset re-issue elsewhere. */
+        return RAILWIRE_E_IO;
     case IBV_WC_RETRY_EXC_ERR:
     case IBV_WC_RNR_RETRY_EXC_ERR:
         return RAILWIRE_E_RETRY_EXCEEDED;
@@ -46,7 +51,8 @@ const char *rw_wc_status_hint(enum ibv_wc_status st)
     case IBV_WC_REM_ACCESS_ERR:
         return "the peer refused the access: wrong rkey, range outside the region, or WRITE to a read-only layer";
     case IBV_WC_REM_INV_REQ_ERR:
-        return "the peer found the request invalid: check the length and the remote region";
+        return "the peer NAKed the request as invalid (opcode sequence or length): a protocol "
+               "error on this rail; check both sides' MTU and the peer's kernel log";
     case IBV_WC_RETRY_EXC_ERR:
         return "no answer after all transport retries: check the MTU (RAILWIRE_MTU) and the GID "
                "(RAILWIRE_GID_INDEX) on both sides, and that the link is up";

@@ -13,10 +13,10 @@
 int rw_verbs_errno(int rc, int saved_errno);
 
 /* Maps a completion status to a RAILWIRE_E_* code (0 for IBV_WC_SUCCESS):
- * flush -> RAILWIRE_E_RAIL_DOWN, remote access/invalid request ->
- * RAILWIRE_E_REMOTE_ACCESS, (RNR) retry exceeded -> RAILWIRE_E_RETRY_EXCEEDED,
- * remote operation/abort -> RAILWIRE_E_IO, local errors and anything unknown
- * -> RAILWIRE_E_VERBS. */
+ * flush -> RAILWIRE_E_RAIL_DOWN, remote access -> RAILWIRE_E_REMOTE_ACCESS,
+ * (RNR) retry exceeded -> RAILWIRE_E_RETRY_EXCEEDED, invalid request, remote
+ * operation/abort, bad response -> RAILWIRE_E_IO (a rail failure), local
+ * errors and anything unknown -> RAILWIRE_E_VERBS. */
 int rw_wc_status_code(enum ibv_wc_status st);
 
 /* One line saying what to check for a completion status (static string). */

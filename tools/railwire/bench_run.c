@@ -112,6 +112,20 @@ int bench_run_size(struct bench_run *b, uint64_t size, uint64_t iters, double se
     res->size = size;
     if ((uint64_t)depth * size > half)
         depth = (unsigned)(half / size);
+    if (wverify) {
+        /* Writes in flight must target distinct remote ranges, or a
+         * read-back could see the bytes of another write still in flight. */
+        uint64_t per_layer = b->span >= size ? b->span / size : 1;
+        uint64_t targets = per_layer * (b->n_layers ? b->n_layers : 1);
+        if (targets < depth) {
+            fprintf(stderr, "note: --write --verify at %llu bytes: the span holds %llu distinct "
+                            "target(s), so %llu write(s) in flight instead of %u; give --span "
+                            ">= depth x size for full depth\n",
+                    (unsigned long long)size, (unsigned long long)targets,
+                    (unsigned long long)targets, depth);
+            depth = (unsigned)targets;
+        }
+    }
     if (depth < 1)
         return RAILWIRE_E_INVALID;
     free_slots = calloc(depth, sizeof(*free_slots));

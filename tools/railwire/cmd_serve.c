@@ -83,7 +83,10 @@ static int map_layer(const char *path, struct serve_layer *out)
         fprintf(stderr, "error: layer '%s' is empty (a layer must hold at least one byte)\n", path);
         goto fail;
     }
-    p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    /* MAP_PRIVATE: ibv_reg_mr refuses (EFAULT) a read-only MAP_SHARED file
+     * mapping on Linux 6.1; a private read-only mapping registers fine and
+     * is the same bytes (nothing writes to it). */
+    p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
         fprintf(stderr, "error: layer '%s': mmap of %lld bytes: %s\n", path, (long long)st.st_size,
                 strerror(errno));

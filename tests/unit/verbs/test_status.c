@@ -13,7 +13,9 @@ Test(status, every_wc_status_maps_to_a_code)
     cr_assert_eq(rw_wc_status_code(IBV_WC_SUCCESS), 0);
     cr_assert_eq(rw_wc_status_code(IBV_WC_WR_FLUSH_ERR), RAILWIRE_E_RAIL_DOWN);
     cr_assert_eq(rw_wc_status_code(IBV_WC_REM_ACCESS_ERR), RAILWIRE_E_REMOTE_ACCESS);
-    cr_assert_eq(rw_wc_status_code(IBV_WC_REM_INV_REQ_ERR), RAILWIRE_E_REMOTE_ACCESS);
+    /* Only REM_ACCESS is a refusal that leaves the transfer failed; an
+     * invalid-request NAK is a rail failure the railset re-issues. */
+    cr_assert_eq(rw_wc_status_code(IBV_WC_REM_INV_REQ_ERR), RAILWIRE_E_IO);
     cr_assert_eq(rw_wc_status_code(IBV_WC_RETRY_EXC_ERR), RAILWIRE_E_RETRY_EXCEEDED);
     cr_assert_eq(rw_wc_status_code(IBV_WC_RNR_RETRY_EXC_ERR), RAILWIRE_E_RETRY_EXCEEDED);
     cr_assert_eq(rw_wc_status_code(IBV_WC_REM_OP_ERR), RAILWIRE_E_IO);
