@@ -22,7 +22,7 @@ fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 build=$(cd "$1" && pwd -P)
 vm=${RAILWIRE_VM_SCRIPT:-$repo/../shared/tools/rxe-vm/run-in-rxe-vm.sh}
-if [ ! -x "$vm" ]; then
+if [ ! -f "$vm" ]; then
   echo "verbs-vm: $vm not found: the soft-RoCE VM tool lives in ../shared/tools/rxe-vm/" >&2
   exit 1
 fi
@@ -52,7 +52,7 @@ mkdir -p "$out"
 
 t0=$(date +%s)
 rc=0
-"$vm" -t "${RAILWIRE_VM_TIMEOUT:-900}" -x "$stage" -x "$repo/ci" -o "$out" \
+bash "$vm" -t "${RAILWIRE_VM_TIMEOUT:-900}" -x "$stage" -x "$repo/ci" -o "$out" \
   -e "RAILWIRE_VM_BENCH=${RAILWIRE_VM_BENCH:-1}" -- \
   "bash $repo/ci/verbs-vm-guest.sh $stage" || rc=$?
 t1=$(date +%s)
