@@ -15,6 +15,9 @@
 #include "tcp/tcp_sock.h"
 
 #define LOUD_REFUSALS 3 /* refusals per connection logged as warnings */
+/* Largest READ payload whose answer may be sent with MSG_MORE (the same
+ * "small" as the client's inline sends). */
+#define RW_TCP_MORE_MAX (16u * 1024)
 
 static const struct rw_tcp_key *find_key(const struct rw_tcp_srv_ep *ep, uint32_t rkey)
 {
@@ -91,8 +94,16 @@ static int serve_one(struct rw_tcp_srv_ep *ep, struct rw_tcp_rx *rx, const struc
     rw_tcp_resp_encode(hdr, &resp);
     iov[0] = (struct iovec){.iov_base = hdr, .iov_len = sizeof(hdr)};
     iov[1] = (struct iovec){.iov_base = mem, .iov_len = resp.length};
-    /* More requests already staged: let the kernel coalesce small answers. */
-    more = rw_tcp_rx_avail(rx) >= RW_TCP_REQ_SIZE ? MSG_MORE : 0;
+    /* More requests already staged: let the kernel coalesce small answers.
+     * Never for a big READ answer: MSG_MORE holds the payload's last partial
+     * segment back until the next answer is sent, so the client's receiver
+     * cannot finish (and complete) the READ until the server has started
+     * copying the next payload; client and server then run in lockstep.
+     * Measured on loopback (1 MiB READs in 512 KiB slices, depth 8): about
+     * 20% more CPU per byte and 20-25% less throughput with MSG_MORE. */
+    more = rw_tcp_rx_avail(rx) >= RW_TCP_REQ_SIZE && resp.length <= RW_TCP_MORE_MAX
+               ? MSG_MORE
+               : 0;
     return rw_tcp_sendv(rx->fd, iov, resp.length ? 2 : 1, more);
 }
 

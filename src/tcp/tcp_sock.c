@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
-#include <stdlib.h>
 
 #include <railwire/error.h>
 
@@ -59,10 +58,8 @@ void rw_tcp_tune(int fd, int io_timeout_ms)
     if (idle < 1)
         idle = 1;
     setopt(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
-    if (!getenv("RWP_NOBUF")) {
     setopt(fd, SOL_SOCKET, SO_SNDBUF, (int)RW_TCP_SOCKBUF, "SO_SNDBUF");
     setopt(fd, SOL_SOCKET, SO_RCVBUF, (int)RW_TCP_SOCKBUF, "SO_RCVBUF");
-    }
     setopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE");
     setopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, idle, "TCP_KEEPIDLE");
     setopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, 1, "TCP_KEEPINTVL");
@@ -263,7 +260,7 @@ int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n)
         rx->len = a;
     }
     while (rw_tcp_rx_avail(rx) < n) {
-        ssize_t k = recv(rx->fd, rx->buf + rx->len, getenv("RWP_EXACT") ? n - rw_tcp_rx_avail(rx) : sizeof(rx->buf) - rx->len, 0);
+        ssize_t k = recv(rx->fd, rx->buf + rx->len, sizeof(rx->buf) - rx->len, 0);
         if (k > 0) {
             rx->len += (size_t)k;
             continue;
@@ -284,19 +281,6 @@ int rw_tcp_rx_read(struct rw_tcp_rx *rx, void *dst, size_t n)
         c = n;
     memcpy(p, rx->buf + rx->off, c);
     rx->off += c;
-    if (getenv("RWP_ALIGN") && c < n) {
-        size_t al = (size_t)atoi(getenv("RWP_ALIGN"));
-        size_t head = (size_t)(-(uintptr_t)(p + c)) & (al - 1);
-        if (head && n - c > head) {
-            size_t lim = c + head;
-            while (c < lim) {
-                ssize_t k = recv(rx->fd, p + c, lim - c, MSG_WAITALL);
-                if (k > 0) { c += (size_t)k; continue; }
-                if (k < 0 && errno == EINTR) continue;
-                return recv_err(k, 1);
-            }
-        }
-    }
     while (c < n) {
         ssize_t k = recv(rx->fd, p + c, n - c, MSG_WAITALL);
         if (k > 0) {
