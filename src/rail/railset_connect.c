@@ -162,17 +162,10 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
         rw_err("connect: the handshake refused our ids (%s)", railwire_error_class(rc));
         goto out_rails;
     }
-    /* Send our ids first: the server connects its side of each rail (tcp:
-     * accepts our connection) only once it has them. */
-    rc = rw_hs_client_flush(io, &hs);
-    if (rc < 0)
-        goto out_rails;
-    /* Each rail's connect waits for its own round trips (tcp: connect,
-     * hello, verdict); run them side by side so n rails cost about one. */
-    struct rail_connect_ctx rcx = {&cx, o, rep};
-    rc = rw_parallel_for(cx.n, cx.n > 1, connect_rail, &rcx);
-    if (rc < 0)
-        goto out_rails;
+    /* The whole conversation first: our ids out, the ack in.  The server
+     * acks once its side of every rail is ready (verbs: RTR/RTS; tcp:
+     * expecting our connections), so a refusal is reported as `refused`
+     * before any rail is dialled, against any peer that speaks WIRE.md. */
     rc = rw_hs_client_drive(io, &hs);
     if (rc < 0)
         goto out_rails;
@@ -181,6 +174,13 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
         rc = RAILWIRE_E_PROTOCOL;
         goto out_rails;
     }
+    /* Then the rails.  Each rail's connect waits for its own round trips
+     * (tcp: connect, hello, verdict); run them side by side so n rails cost
+     * about one. */
+    struct rail_connect_ctx rcx = {&cx, o, rep};
+    rc = rw_parallel_for(cx.n, cx.n > 1, connect_rail, &rcx);
+    if (rc < 0)
+        goto out_rails;
 
     struct rw_rail_init init[RAILWIRE_MAX_RAILS];
     struct rw_mr_desc arena[RAILWIRE_MAX_RAILS];

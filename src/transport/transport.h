@@ -141,16 +141,16 @@ struct rw_transport_ops {
     /* Connects to the peer's identity.  Client: makes the rail usable for
      * posting (tcp: connect + authenticate).  Server: completes the rail
      * (tcp: waits for the client's connection that names this ep; verbs:
-     * RTR/RTS).  Bounded by timeout_ms.  Order used by src/rail/: the
-     * client sends its identities on the control connection first, then
-     * calls ep_connect on each rail while the server, having read them,
-     * calls ep_connect on its side; the ack follows.  So a client-side
-     * ep_connect may wait for the server's side to act.
+     * RTR/RTS).  Bounded by timeout_ms.
      * Server side with timeout_ms == 0 ("expect"): record the peer's identity
      * and return at once; tcp attaches the peer's rail connection whenever
-     * it arrives (verbs is synchronous anyway).  The railwire server uses
-     * this, so its ack never waits for the client's rail connections and a
-     * peer that speaks only WIRE.md sees STATUS_OK. */
+     * it arrives (verbs is synchronous anyway).
+     * Order used by src/rail/: the server, having read the client's
+     * identities, calls ep_connect(…, 0) on each rail and acks; the client,
+     * having read the ack, calls ep_connect on its rails (in parallel).  So
+     * the ack never waits for the client's rail connections, a peer that
+     * speaks only WIRE.md sees STATUS_OK, and a refusal reaches the client
+     * as `refused` before it dials any rail. */
     int (*ep_connect)(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
     /* Posts n WRs in order.  Returns how many were accepted (all of them, or
      * fewer when the queue is full) or a negative code if the ep is dead. */

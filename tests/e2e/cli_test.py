@@ -262,9 +262,11 @@ def test_bench_against_wire_peer_server():
     # (behaviour, what bench must report)
     cases = [("reject", "peer-rejected"), ("truncate", "truncated"),
              ("mismatch", "rail-count-mismatch"),
-             # the handshake completes up to the ids, then the fake rails
-             # (a loopback port where nothing listens) cannot be reached
-             ("ok", "connect"), ("refuse", "connect")]
+             # ack 1: refused, before any rail is dialled
+             ("refuse", "refused"),
+             # ack 0: the handshake completes, then the fake rails (a
+             # loopback port where nothing listens) cannot be reached
+             ("ok", "connect")]
     for dialect in ("ro", "rw"):
         for behaviour, want in cases:
             p, addr = fake_server(dialect, behaviour)
