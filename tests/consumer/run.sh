@@ -24,8 +24,11 @@ cmake -S "$project" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE
 cmake --build "$work/cmake-build" >/dev/null
 LD_LIBRARY_PATH="$libdir" "$work/cmake-build/consumer"
 # The CMake-built consumer must really use the shared library.
-ldd "$work/cmake-build/consumer" | grep -q "librailwire.so.0 => $libdir" \
-  || { echo "FAIL: consumer is not linked against the installed librailwire.so"; exit 1; }
+# (ldd's output is captured first: `ldd | grep -q` under pipefail fails when
+# grep exits early and ldd gets SIGPIPE.)
+deps=$(ldd "$work/cmake-build/consumer")
+grep -q "librailwire.so.0 => $libdir" <<< "$deps" \
+  || { echo "FAIL: consumer is not linked against the installed librailwire.so:"; echo "$deps"; exit 1; }
 
 echo "== consumer via pkg-config"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
