@@ -23,7 +23,8 @@ static const struct err_entry errors[] = {
      "the framed or echoed rail count differs from the count the client asked for; "
      "check both sides' rail counts and that the port speaks the expected dialect"},
     {RAILWIRE_E_BAD_LAYER_COUNT, "bad-layer-count",
-     "an RO layer count is 0 or greater than 4096; check the server's published layers"},
+     "an RO layer count is 0 or greater than 4096; check the server's published layers, "
+     "and that the port speaks the RO dialect (an RW server's reply reads this way)"},
     {RAILWIRE_E_REFUSED, "refused",
      "the server refused the rails at the ack (status byte not 0); the reason is in the server's log"},
     {RAILWIRE_E_NEED_MORE, "need-more", "more bytes are needed to decode the message"},
