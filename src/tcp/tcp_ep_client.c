@@ -2,6 +2,7 @@
 /* Client endpoints: identity, the authenticated connect, posting, polling
  * and lifetime.  The I/O threads are in tcp_cli_io.c. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -128,6 +129,23 @@ static int dial(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int tim
     return 0;
 }
 
+/* A client domain bound to no address is named after the address its rail
+ * actually left from ("tcp:127.0.0.1" rather than "tcp:0.0.0.0"), so rail
+ * stats say which NIC carried it.  Runs before the railset exists, so no
+ * reader races the rename. */
+static void name_after_local(struct rw_tcp_cli_ep *ep, int fd)
+{
+    struct sockaddr_storage la;
+    socklen_t len = sizeof(la);
+    char abuf[sizeof(ep->dom->base.name) - 4];
+
+    if (!rw_tcp_addr_is_any(&ep->dom->local) ||
+        getsockname(fd, (struct sockaddr *)&la, &len) != 0)
+        return;
+    rw_tcp_addr_format(&la, 0, abuf, sizeof(abuf));
+    snprintf(ep->dom->base.name, sizeof(ep->dom->base.name), "tcp:%s", abuf);
+}
+
 int rw_tcp_cli_ep_connect(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int timeout_ms)
 {
     int fd, rc;
@@ -148,6 +166,7 @@ int rw_tcp_cli_ep_connect(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remot
         return rc;
     }
     rw_tcp_set_io_timeouts(fd, ep->io_timeout_ms);
+    name_after_local(ep, fd);
     ep->need_verdict = ep->lazy_verdict;
     return rw_tcp_cli_io_start(ep, fd);
 }
