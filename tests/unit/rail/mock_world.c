@@ -86,3 +86,13 @@ int mock_world_xfer(struct mock_world *w, enum railwire_opcode opc, railwire_mr 
         return railwire_read(w->rs, mr, local, len, layer, off, 20000);
     return railwire_write(w->rs, mr, local, len, layer, off, 20000);
 }
+
+railwire_railset_opts mock_world_opts(size_t slice, int op_timeout_ms)
+{
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.slice_size = slice;
+    o.queue_depth = 8;
+    o.op_timeout_ms = op_timeout_ms;
+    return o;
+}

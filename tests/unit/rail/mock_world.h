@@ -37,6 +37,9 @@ static inline uint8_t mock_pattern(unsigned l, size_t i)
 int mock_world_init(struct mock_world *w, enum railwire_dialect d, unsigned n_rails,
                     unsigned n_layers, size_t layer_len, const double *gbps,
                     const railwire_railset_opts *o);
+/* Railset options for the failover tests: default options with slices of
+ * `slice` bytes, 8 slices in flight per rail and the given op timeout. */
+railwire_railset_opts mock_world_opts(size_t slice, int op_timeout_ms);
 /* Closes the railset and frees the remote side. */
 void mock_world_fini(struct mock_world *w);
 

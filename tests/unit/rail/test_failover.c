@@ -22,16 +22,6 @@ static void teardown_world(void)
 
 TestSuite(failover, .fini = teardown_world);
 
-static railwire_railset_opts sliced(size_t slice, int op_timeout_ms)
-{
-    railwire_railset_opts o;
-    railwire_railset_opts_init(&o);
-    o.slice_size = slice;
-    o.queue_depth = 8;
-    o.op_timeout_ms = op_timeout_ms;
-    return o;
-}
-
 static railwire_mr *reg(void *p, size_t n)
 {
     railwire_mr *mr = NULL;
@@ -41,7 +31,7 @@ static railwire_mr *reg(void *p, size_t n)
 
 Test(failover, rail_dying_mid_transfer_loses_nothing)
 {
-    railwire_railset_opts o = sliced(16 * KIB, 10000);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 10000);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 4 * MIB, NULL, &o), 0);
     uint8_t *buf = calloc(1, 4 * MIB);
     railwire_mr *mr = reg(buf, 4 * MIB);
@@ -67,7 +57,7 @@ Test(failover, rail_dying_mid_transfer_loses_nothing)
 
 Test(failover, silent_rail_times_out_and_its_slices_move)
 {
-    railwire_railset_opts o = sliced(16 * KIB, 150);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 150);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RW, 3, 1, 2 * MIB, NULL, &o), 0);
     uint8_t *buf = malloc(2 * MIB);
     for (size_t i = 0; i < 2 * MIB; i++)
@@ -89,7 +79,7 @@ Test(failover, silent_rail_times_out_and_its_slices_move)
 
 Test(failover, failing_post_takes_the_rail_down)
 {
-    railwire_railset_opts o = sliced(16 * KIB, 10000);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 10000);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 1 * MIB, NULL, &o), 0);
     uint8_t *buf = malloc(1 * MIB);
     railwire_mr *mr = reg(buf, 1 * MIB);
@@ -103,7 +93,7 @@ Test(failover, failing_post_takes_the_rail_down)
 
 Test(failover, remote_access_error_fails_only_that_transfer)
 {
-    railwire_railset_opts o = sliced(16 * KIB, 10000);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 10000);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 2, 256 * KIB, NULL, &o), 0);
     uint8_t *buf = calloc(1, 512 * KIB);
     railwire_mr *mr = reg(buf, 512 * KIB);
@@ -122,7 +112,7 @@ Test(failover, remote_access_error_fails_only_that_transfer)
 
 Test(failover, no_rail_left_fails_every_transfer_and_new_submits)
 {
-    railwire_railset_opts o = sliced(16 * KIB, 10000);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 10000);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 1 * MIB, NULL, &o), 0);
     uint8_t *buf = malloc(1 * MIB);
     railwire_mr *mr = reg(buf, 1 * MIB);
@@ -162,7 +152,7 @@ Test(failover, random_faults_never_report_success_with_wrong_bytes)
 {
     srand(12345);
     for (int round = 0; round < 20; round++) {
-        railwire_railset_opts o = sliced((size_t)(4 + rand() % 60) * KIB, 100);
+        railwire_railset_opts o = mock_world_opts((size_t)(4 + rand() % 60) * KIB, 100);
         unsigned n = 2 + (unsigned)(rand() % 3);
         cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RW, n, 1, 2 * MIB, NULL, &o), 0);
         /* Every rail but the last may fail: it keeps the railset alive. */
@@ -209,7 +199,7 @@ Test(failover, random_faults_never_report_success_with_wrong_bytes)
 
 Test(failover, an_application_that_polls_late_does_not_kill_healthy_rails)
 {
-    railwire_railset_opts o = sliced(16 * KIB, 50);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 50);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 1 * MIB, NULL, &o), 0);
     uint8_t *buf = malloc(256 * KIB);
     railwire_mr *mr = reg(buf, 256 * KIB);

@@ -20,16 +20,6 @@ static void teardown_world(void)
 
 TestSuite(review, .fini = teardown_world);
 
-static railwire_railset_opts opts(size_t slice, int op_timeout_ms)
-{
-    railwire_railset_opts o;
-    railwire_railset_opts_init(&o);
-    o.slice_size = slice;
-    o.queue_depth = 8;
-    o.op_timeout_ms = op_timeout_ms;
-    return o;
-}
-
 /* The synchronous helpers: when the last rail times out, check_timeouts
  * fails the transfer inside rw_progress (which then reports 0 completions
  * polled); sync_op used to go to sleep_on_rails anyway, which with no live
@@ -37,7 +27,7 @@ static railwire_railset_opts opts(size_t slice, int op_timeout_ms)
  * looking at the done list again.  The Criterion timeout catches the hang. */
 Test(review, sync_read_returns_when_the_last_rail_times_out, .timeout = 30)
 {
-    railwire_railset_opts o = opts(16 * KIB, 200);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 200);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 256 * KIB, NULL, &o), 0);
     uint8_t *buf = calloc(1, 64 * KIB);
     railwire_mr *mr = NULL;
@@ -53,7 +43,7 @@ Test(review, sync_read_returns_when_the_last_rail_times_out, .timeout = 30)
  * which times out too; the write must then fail at once, not sleep. */
 Test(review, sync_write_returns_when_every_rail_times_out, .timeout = 30)
 {
-    railwire_railset_opts o = opts(16 * KIB, 100);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 100);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RW, 2, 1, 256 * KIB, NULL, &o), 0);
     uint8_t *buf = calloc(1, 128 * KIB);
     railwire_mr *mr = NULL;
@@ -81,7 +71,7 @@ static railwire_completion only_completion(void)
  * surviving rail stays up and the registration is released. */
 Test(review, remote_access_and_a_dying_rail_in_one_transfer)
 {
-    railwire_railset_opts o = opts(16 * KIB, 10000);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 10000);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 256 * KIB, NULL, &o), 0);
     uint8_t *buf = calloc(1, 128 * KIB);
     railwire_mr *mr = NULL;
@@ -111,7 +101,7 @@ Test(review, remote_access_and_a_dying_rail_in_one_transfer)
 /* Same, but every rail dies: still one completion, with an error. */
 Test(review, remote_access_then_every_rail_dies)
 {
-    railwire_railset_opts o = opts(16 * KIB, 10000);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 10000);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 256 * KIB, NULL, &o), 0);
     uint8_t *buf = calloc(1, 128 * KIB);
     railwire_mr *mr = NULL;
@@ -134,7 +124,7 @@ Test(review, remote_access_then_every_rail_dies)
  * registration, length 0, a layer out of range, overflowing offsets. */
 Test(review, public_api_input_checks)
 {
-    railwire_railset_opts o = opts(16 * KIB, 10000);
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 10000);
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 3, 64 * KIB, NULL, &o), 0);
     uint8_t *buf = calloc(1, 64 * KIB);
     railwire_mr *mr = NULL, *m2 = NULL;
