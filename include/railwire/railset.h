@@ -5,9 +5,19 @@
  * moved, and a rail that dies has its unfinished slices re-issued on the
  * others.  Transfers fail only when every rail is gone.
  *
+ * Healing (on by default, docs/healing.md): a railset that has lost rails
+ * opens a new session to the same server for the rails it lacks, proves each
+ * new rail with a small READ and puts it back in service, so a long-running
+ * railset does not degrade one transient fault at a time.  A railset may
+ * therefore hold rails of several sessions; each session's control
+ * connection is one liveness signal among several, never the reason a
+ * working rail dies.
+ *
  * Threading: one railset may be used from one thread at a time (submit, poll
  * and wait from the same thread, or serialise them); different railsets are
- * independent. */
+ * independent.  Healing runs its blocking work (connect, handshake, rail
+ * bring-up, probe) in one background thread per railset, started when the
+ * first rail is lost, so submit, poll and wait never block on it. */
 #ifndef RAILWIRE_RAILSET_H
 #define RAILWIRE_RAILSET_H
 
@@ -51,6 +61,24 @@ typedef struct railwire_railset_opts {
                                           as a whole and each rail connect; default 10000 */
     int op_timeout_ms;                 /* a slice outstanding longer than this
                                           marks its rail dead, default 10000 */
+    /* Healing (see docs/healing.md for every bound). */
+    int heal;                          /* 1 (default): lost rails are replaced by rails
+                                          of new sessions to the same server; 0: a lost
+                                          rail stays lost (the behaviour before healing) */
+    int heal_backoff_min_ms;           /* delay before the first heal attempt, default 100 */
+    int heal_backoff_max_ms;           /* the delay doubles (with jitter) after each failed
+                                          attempt, up to this; default 30000 */
+    int heal_stable_ms;                /* damping: a rail that dies within this long of
+                                          being healed doubles the delay instead of
+                                          resetting it; the delay resets once every rail
+                                          has been up this long; default 10000 */
+    int all_down_timeout_ms;           /* with healing on: how long transfers wait while
+                                          no rail is live before they fail with
+                                          all-rails-down; 0 = default (op_timeout_ms) */
+    unsigned max_slice_tries;          /* a slice is carried (posted) at most this many
+                                          times across rails and heals, then its
+                                          transfer fails with the last error; 0 =
+                                          default: 3 with healing on, unbounded with it off */
 } railwire_railset_opts;
 
 /* Fills *o with the defaults. */
@@ -161,6 +189,14 @@ typedef struct railwire_rail_stats {
     uint64_t errors;        /* slices that failed on this rail */
     uint64_t reissued;      /* slices moved from this rail to others after it died */
     int down_reason;        /* RAILWIRE_E_* that took the rail down, 0 while up */
+    int last_down_reason;   /* RAILWIRE_E_* of the last time it went down (kept after a
+                               heal), 0 if it never did */
+    uint64_t heals;         /* times healing put this rail back in service */
+    uint64_t heal_attempts; /* heal attempts that tried to bring this rail back */
+    unsigned session;       /* the session the rail belongs to: 0 = the one
+                               railwire_railset_connect opened, then 1, 2, ... per heal */
+    int control_up;         /* 1 while that session's control connection is open; its
+                               end is logged and the rail keeps working */
 } railwire_rail_stats;
 
 /* Copies the stats of up to `max` rails into out; returns the rail count. */

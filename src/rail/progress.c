@@ -10,9 +10,13 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "rail/heal.h"
 #include "rail/railset_internal.h"
 
 #define RW_POLL_BATCH 64
+/* How often the control connections are checked and the transport is asked
+ * for out-of-band death signals (ep_check). */
+#define RW_CHECK_INTERVAL_MS 100
 #define RW_MAX_WAIT_MS (24 * 3600 * 1000)
 
 void rw_xfer_free(struct rw_xfer *x)
@@ -124,7 +128,17 @@ int rw_progress(railwire_railset *rs)
         if (r->stats.state == RAILWIRE_RAIL_UP)
             total += poll_rail(rs, r);
     }
-    rw_failover_check_timeouts(rs, rw_now_ms());
+    int64_t now = rw_now_ms();
+    rw_failover_check_timeouts(rs, now);
+    if (now >= rs->next_check_ms) {
+        rs->next_check_ms = now + RW_CHECK_INTERVAL_MS;
+        rw_rsess_check(rs);
+        rw_failover_check_eps(rs);
+    }
+    if (rs->healer) {
+        rw_heal_tick(rs, now);
+        rw_failover_check_all_down(rs, now);
+    }
     rw_stripe_schedule(rs);
     return total;
 }
@@ -163,15 +177,16 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
  * Returns the number of completions processed while arming. */
 static int sleep_on_rails(railwire_railset *rs, int ms)
 {
-    struct pollfd pfd[RAILWIRE_MAX_RAILS];
+    struct pollfd pfd[RAILWIRE_MAX_RAILS + 1];
     nfds_t n = 0;
-    int busy = rs->pending.head != NULL;
+    int busy = rs->pending.head != NULL && rs->n_live > 0, outstanding = 0;
     int64_t now = rw_now_ms();
     for (unsigned i = 0; i < rs->n_rails; i++) {
         struct rw_rail *r = &rs->rails[i];
         if (r->stats.state != RAILWIRE_RAIL_UP)
             continue;
         if (r->outstanding.head) {
+            outstanding = 1;
             int64_t left = r->outstanding.head->posted_ms + rs->op_timeout_ms + 1 - now;
             if (left < ms)
                 ms = left < 0 ? 0 : (int)left;
@@ -185,6 +200,27 @@ static int sleep_on_rails(railwire_railset *rs, int ms)
         pfd[n].events = POLLIN;
         pfd[n].revents = 0;
         n++;
+    }
+    /* Out-of-band death signals are looked at every check interval while
+     * work is outstanding. */
+    if (outstanding && rs->ops->ep_check && ms > RW_CHECK_INTERVAL_MS)
+        ms = RW_CHECK_INTERVAL_MS;
+    if (rs->healer) {
+        int64_t due = rw_heal_due_in(rs, now);
+        if (due >= 0 && due < ms)
+            ms = (int)due;
+        if (rs->n_live == 0 && !rs->all_down_expired) {
+            int64_t left = rs->all_down_since_ms + rs->all_down_timeout_ms - now;
+            if (left < ms)
+                ms = left < 0 ? 0 : (int)left;
+        }
+        int hfd = rw_heal_wait_fd(rs);
+        if (hfd >= 0) {
+            pfd[n].fd = hfd;
+            pfd[n].events = POLLIN;
+            pfd[n].revents = 0;
+            n++;
+        }
     }
     size_t done_before = rs->n_done;
     int got = rw_progress(rs);

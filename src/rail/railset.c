@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The railset's life cycle, getters and statistics. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/time.h"
+#include "rail/heal.h"
 #include "rail/railset_internal.h"
 
 void railwire_railset_opts_init(railwire_railset_opts *o)
@@ -20,6 +24,74 @@ void railwire_railset_opts_init(railwire_railset_opts *o)
     o->connect_timeout_ms = RW_DEFAULT_CONNECT_TIMEOUT_MS;
     o->io_timeout_ms = RW_DEFAULT_IO_TIMEOUT_MS;
     o->op_timeout_ms = RW_DEFAULT_OP_TIMEOUT_MS;
+    o->heal = 1;
+    o->heal_backoff_min_ms = RW_DEFAULT_HEAL_BACKOFF_MIN_MS;
+    o->heal_backoff_max_ms = RW_DEFAULT_HEAL_BACKOFF_MAX_MS;
+    o->heal_stable_ms = RW_DEFAULT_HEAL_STABLE_MS;
+}
+
+struct rw_rsess *rw_rsess_add(railwire_railset *rs, int fd)
+{
+    struct rw_rsess *s = calloc(1, sizeof(*s));
+    if (!s) {
+        rw_err("railset: out of memory for a session");
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    s->id = rs->next_sess_id++;
+    s->fd = fd;
+    s->had_ctrl = s->ctrl_up = fd >= 0;
+    s->next = rs->sessions;
+    rs->sessions = s;
+    return s;
+}
+
+void rw_rsess_unuse(railwire_railset *rs, struct rw_rsess *s)
+{
+    if (!s)
+        return;
+    if (s->users)
+        s->users--;
+    if (s->users)
+        return;
+    for (struct rw_rsess **pp = &rs->sessions; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    }
+    if (s->fd >= 0) {
+        rw_debug("railset: session %u has no rail left; closing its control connection", s->id);
+        close(s->fd);
+    }
+    free(s);
+}
+
+void rw_rsess_check(railwire_railset *rs)
+{
+    for (struct rw_rsess *s = rs->sessions; s; s = s->next) {
+        if (!s->ctrl_up)
+            continue;
+        char junk[256];
+        ssize_t n = recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+            continue; /* still open (bytes after the ack are not part of the conversation) */
+        const char *why = n == 0 ? "the server closed it" : strerror(errno);
+        close(s->fd);
+        s->fd = -1;
+        s->ctrl_up = 0;
+        unsigned k = 0;
+        for (unsigned i = 0; i < rs->n_rails; i++)
+            if (rs->rails[i].sess == s) {
+                rs->rails[i].stats.control_up = 0;
+                k++;
+            }
+        rw_warn("railset: the control connection of session %u ended (%s); its %u rail(s) keep "
+                "working%s", s->id, why, k,
+                rs->healer ? " and are moved to a new session as soon as one opens" : "");
+        rw_heal_session_ended(rs);
+    }
 }
 
 static unsigned rail_depth(const railwire_railset_opts *o, const struct rw_domain *dom)
@@ -64,7 +136,9 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->n_live = n;
     rs->n_layers = n_remote;
     rs->op_timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : RW_DEFAULT_OP_TIMEOUT_MS;
-    rs->ctrl_fd = -1;
+    rs->all_down_timeout_ms = o->all_down_timeout_ms > 0 ? o->all_down_timeout_ms
+                                                         : rs->op_timeout_ms;
+    rs->max_tries = o->max_slice_tries; /* rw_heal_enable sets the healing default */
     rs->next_handle = 1;
     size_t slice = o->slice_size ? o->slice_size : RW_DEFAULT_SLICE_SIZE;
     for (unsigned i = 0; i < n; i++) {
@@ -91,6 +165,16 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     if (slice > UINT32_MAX)
         slice = UINT32_MAX;
     rs->slice_size = slice;
+    struct rw_rsess *s0 = rw_rsess_add(rs, -1);
+    if (!s0)
+        goto nomem_rs;
+    int64_t now = rw_now_ms();
+    for (unsigned i = 0; i < n; i++) {
+        rs->rails[i].sess = s0;
+        rs->rails[i].up_since_ms = now;
+        rs->rails[i].peer = rails[i].peer;
+    }
+    s0->users = n;
     *out = rs;
     return 0;
 
@@ -107,6 +191,8 @@ void railwire_railset_close(railwire_railset *rs)
 {
     if (!rs)
         return;
+    /* The heal thread finishes an attempt in progress on its own. */
+    rw_heal_disable(rs);
     /* Kill first so no outstanding operation touches a buffer after close. */
     for (unsigned i = 0; i < rs->n_rails; i++)
         if (rs->rails[i].ep && rs->rails[i].stats.state == RAILWIRE_RAIL_UP)
@@ -136,8 +222,13 @@ void railwire_railset_close(railwire_railset *rs)
             rs->ops->domain_close(rs->rails[i].dom);
         free(rs->rails[i].remote);
     }
-    if (rs->ctrl_fd >= 0)
-        close(rs->ctrl_fd);
+    while (rs->sessions) {
+        struct rw_rsess *sn = rs->sessions;
+        rs->sessions = sn->next;
+        if (sn->fd >= 0)
+            close(sn->fd);
+        free(sn);
+    }
     free(rs);
 }
 

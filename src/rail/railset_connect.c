@@ -1,99 +1,45 @@
 /* SPDX-License-Identifier: MIT */
-/* railwire_railset_connect: the control connection, the handshake and the
- * rails, brought up together or not at all. */
-#include <stdlib.h>
+/* railwire_railset_connect: the first session (control connection,
+ * handshake, every rail) brought up together or not at all, then healing
+ * turned on with what later sessions need. */
+#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/log.h"
-#include "rail/device_spec.h"
-#include "rail/handshake_drive.h"
-#include "rail/parallel.h"
+#include "rail/heal.h"
 #include "rail/railset_internal.h"
-#include "rail/sock.h"
+#include "rail/session_open.h"
 #include "rail/transport_select.h"
 
-struct connect_ctx {
-    const struct rw_transport_ops *ops;
-    unsigned n;
-    struct rw_domain *dom[RAILWIRE_MAX_RAILS];
-    struct rw_ep *ep[RAILWIRE_MAX_RAILS];
-};
-
-static void teardown(struct connect_ctx *cx)
+/* Copies what a heal needs from the options (whose pointers are borrowed). */
+static void heal_cfg(struct rw_heal_cfg *c, const struct rw_transport_ops *ops, const char *port,
+                     const railwire_railset_opts *o, unsigned n_layers)
 {
-    for (unsigned i = cx->n; i-- > 0;) {
-        if (cx->ep[i])
-            cx->ops->ep_destroy(cx->ep[i]);
-        if (cx->dom[i])
-            cx->ops->domain_close(cx->dom[i]);
-        cx->ep[i] = NULL;
-        cx->dom[i] = NULL;
+    memset(c, 0, sizeof(*c));
+    c->ops = ops;
+    c->dialect = o->dialect;
+    snprintf(c->port, sizeof(c->port), "%s", port);
+    for (unsigned i = 0; i < o->n_rails; i++) {
+        if (o->local_addrs && o->local_addrs[i])
+            snprintf(c->local_addr[i], sizeof(c->local_addr[i]), "%s", o->local_addrs[i]);
+        if (o->devices && o->devices[i])
+            snprintf(c->device[i], sizeof(c->device[i]), "%s", o->devices[i]);
     }
+    c->gid_index = o->gid_index;
+    c->mtu = o->mtu;
+    c->queue_depth = o->queue_depth;
+    c->connect_timeout_ms = o->connect_timeout_ms;
+    c->io_timeout_ms = o->io_timeout_ms;
+    c->op_timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : RW_DEFAULT_OP_TIMEOUT_MS;
+    c->n_layers = n_layers;
+    c->backoff_min_ms = o->heal_backoff_min_ms;
+    c->backoff_max_ms = o->heal_backoff_max_ms;
+    c->stable_ms = o->heal_stable_ms;
 }
 
-/* Opens rail i's domain and creates its ep. */
-static int open_rail(struct connect_ctx *cx, const railwire_railset_opts *o, unsigned i)
+static int check_opts(const char *host, const char *port, const railwire_railset_opts *o,
+                      railwire_railset **out)
 {
-    struct rw_domain_cfg dc = {.role = RW_ROLE_CLIENT, .gid_index = o->gid_index,
-                               .mtu_cap = o->mtu, .io_timeout_ms = o->io_timeout_ms};
-    struct rw_domain_place place;
-    rw_domain_place_fill(&dc, &place, cx->ops->name, o->local_addrs ? o->local_addrs[i] : NULL,
-                         o->devices ? o->devices[i] : NULL, i);
-    int rc = cx->ops->domain_open(&dc, &cx->dom[i]);
-    if (rc < 0) {
-        rw_err("connect: rail %u: cannot open the local %s domain %s (%s)", i, cx->ops->name,
-               dc.device ? dc.device : "(default)", railwire_error_class(rc));
-        cx->dom[i] = NULL;
-        return rc;
-    }
-    unsigned depth = o->queue_depth ? o->queue_depth : RW_DEFAULT_QUEUE_DEPTH;
-    if (cx->dom[i]->max_qp_wr && depth > cx->dom[i]->max_qp_wr)
-        depth = cx->dom[i]->max_qp_wr;
-    /* Not lazy: the server acks without waiting for our rail connections
-     * (a WIRE.md-only peer must see STATUS_OK), so each ep_connect waits
-     * for the server's verdict on its rail and the railset is only handed
-     * out once every rail is confirmed. */
-    struct rw_ep_cfg ec = {.depth = depth, .lazy_verdict = 0};
-    rc = cx->ops->ep_create(cx->dom[i], &ec, &cx->ep[i]);
-    if (rc < 0) {
-        rw_err("connect: rail %u (%s): cannot create an endpoint (%s)", i, cx->dom[i]->name,
-               railwire_error_class(rc));
-        cx->ep[i] = NULL;
-        return rc;
-    }
-    return 0;
-}
-
-struct rail_connect_ctx {
-    struct connect_ctx *cx;
-    const railwire_railset_opts *o;
-    const struct rw_server_reply *rep;
-};
-
-/* rw_parallel_for body: connects rail i to the server's side of it. */
-static int connect_rail(void *arg, unsigned i)
-{
-    struct rail_connect_ctx *r = arg;
-    const struct rw_qp_id *rid = r->o->dialect == RAILWIRE_DIALECT_RO ? &r->rep->ro[i].qp
-                                                                      : &r->rep->rw[i].qp;
-    int to = r->o->io_timeout_ms > 0 ? r->o->io_timeout_ms : RW_DEFAULT_IO_TIMEOUT_MS;
-    int rc = r->cx->ops->ep_connect(r->cx->ep[i], rid, to);
-
-    if (rc < 0)
-        rw_err("connect: rail %u (%s): connecting to the server's rail failed (%s)", i,
-               r->cx->dom[i]->name, railwire_error_class(rc));
-    return rc;
-}
-
-int railwire_railset_connect(const char *host, const char *port, const railwire_railset_opts *o,
-                             railwire_railset **out)
-{
-    railwire_railset_opts defaults;
-    if (!o) {
-        railwire_railset_opts_init(&defaults);
-        o = &defaults;
-    }
     if (!host || !port || !out) {
         rw_err("connect: NULL host, port or out");
         return RAILWIRE_E_INVALID;
@@ -106,115 +52,92 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
         rw_err("connect: unknown dialect %d", (int)o->dialect);
         return RAILWIRE_E_INVALID;
     }
-    struct connect_ctx cx = {.n = o->n_rails};
-    int rc = rw_transport_select(o->transport, &cx.ops);
-    if (rc < 0)
-        return rc;
-
-    int fd = -1;
-    rc = rw_sock_connect(host, port, o->connect_timeout_ms, &fd);
-    if (rc < 0)
-        return rc;
-    struct rw_hs_client hs;
-    rc = rw_hs_client_init(&hs, o->dialect, o->n_rails);
-    if (rc < 0) {
-        rw_err("connect: cannot start the handshake (%s)", railwire_error_class(rc));
-        goto out_fd;
-    }
-    struct rw_hs_io *io = malloc(sizeof(*io));
-    if (!io) {
-        rc = RAILWIRE_E_NOMEM;
-        rw_err("connect: out of memory");
-        goto out_hs;
-    }
-    rw_hs_io_init(io, fd, o->io_timeout_ms);
-
-    rc = rw_hs_client_drive(io, &hs);
-    if (rc < 0)
-        goto out_io;
-    if (hs.state != RW_HS_NEED_LOCAL) {
-        rw_err("connect: handshake ended before the params");
-        rc = RAILWIRE_E_PROTOCOL;
-        goto out_io;
-    }
-    const struct rw_server_reply *rep = rw_hs_client_reply(&hs);
-    if (o->dialect == RAILWIRE_DIALECT_RO) {
-        for (unsigned i = 1; i < o->n_rails; i++) {
-            if (rep->ro[i].n_layers != rep->ro[0].n_layers) {
-                rw_err("connect: the server published %u layers on rail %u but %u on rail 0; "
-                       "every rail must carry the same layers", rep->ro[i].n_layers, i,
-                       rep->ro[0].n_layers);
-                rc = RAILWIRE_E_PROTOCOL;
-                goto out_io;
+    if (o->local_addrs)
+        for (unsigned i = 0; i < o->n_rails; i++)
+            if (o->local_addrs[i] && strlen(o->local_addrs[i]) >= RW_HEAL_HOST_MAX) {
+                rw_err("connect: local address %u is too long", i);
+                return RAILWIRE_E_INVALID;
             }
-        }
+    if (o->heal < 0 || o->heal > 1 || o->heal_backoff_min_ms < 0 || o->heal_backoff_max_ms < 0 ||
+        o->heal_stable_ms < 0 || o->all_down_timeout_ms < 0) {
+        rw_err("connect: heal must be 0 or 1 and the heal/all-down times >= 0");
+        return RAILWIRE_E_INVALID;
     }
+    return 0;
+}
 
-    struct rw_qp_id ids[RAILWIRE_MAX_RAILS];
-    for (unsigned i = 0; i < cx.n; i++) {
-        rc = open_rail(&cx, o, i);
-        if (rc < 0)
-            goto out_rails;
-        ids[i] = cx.ep[i]->local;
+int railwire_railset_connect(const char *host, const char *port, const railwire_railset_opts *o,
+                             railwire_railset **out)
+{
+    railwire_railset_opts defaults;
+    if (!o) {
+        railwire_railset_opts_init(&defaults);
+        o = &defaults;
     }
-    rc = rw_hs_client_set_local(&hs, ids, cx.n);
-    if (rc < 0) {
-        rw_err("connect: the handshake refused our ids (%s)", railwire_error_class(rc));
-        goto out_rails;
-    }
-    /* The whole conversation first: our ids out, the ack in.  The server
-     * acks once its side of every rail is ready (verbs: RTR/RTS; tcp:
-     * expecting our connections), so a refusal is reported as `refused`
-     * before any rail is dialled, against any peer that speaks WIRE.md. */
-    rc = rw_hs_client_drive(io, &hs);
+    int rc = check_opts(host, port, o, out);
     if (rc < 0)
-        goto out_rails;
-    if (hs.state != RW_HS_DONE) {
-        rw_err("connect: handshake did not finish");
-        rc = RAILWIRE_E_PROTOCOL;
-        goto out_rails;
-    }
-    /* Then the rails.  Each rail's connect waits for its own round trips
-     * (tcp: connect, hello, verdict); run them side by side so n rails cost
-     * about one. */
-    struct rail_connect_ctx rcx = {&cx, o, rep};
-    rc = rw_parallel_for(cx.n, cx.n > 1, connect_rail, &rcx);
+        return rc;
+    struct rw_session_spec sp = {
+        .dialect = o->dialect,
+        .host = host,
+        .port = port,
+        .n_rails = o->n_rails,
+        .gid_index = o->gid_index,
+        .mtu = o->mtu,
+        .queue_depth = o->queue_depth,
+        .connect_timeout_ms = o->connect_timeout_ms,
+        .io_timeout_ms = o->io_timeout_ms,
+    };
+    rc = rw_transport_select(o->transport, &sp.ops);
     if (rc < 0)
-        goto out_rails;
+        return rc;
+    for (unsigned i = 0; i < o->n_rails; i++) {
+        sp.local_addr[i] = o->local_addrs ? o->local_addrs[i] : NULL;
+        sp.device[i] = o->devices ? o->devices[i] : NULL;
+    }
+    struct rw_session_out so;
+    rc = rw_session_open(&sp, &so);
+    if (rc < 0)
+        return rc;
 
     struct rw_rail_init init[RAILWIRE_MAX_RAILS];
-    struct rw_mr_desc arena[RAILWIRE_MAX_RAILS];
-    for (unsigned i = 0; i < cx.n; i++) {
-        init[i].dom = cx.dom[i];
-        init[i].ep = cx.ep[i];
-        if (o->dialect == RAILWIRE_DIALECT_RO) {
-            init[i].remote = rep->ro[i].layers;
-            init[i].n_remote = rep->ro[i].n_layers;
-        } else {
-            arena[i] = rep->rw[i].arena;
-            init[i].remote = &arena[i];
-            init[i].n_remote = 1;
-        }
+    for (unsigned i = 0; i < so.n_rails; i++) {
+        init[i].dom = so.dom[i];
+        init[i].ep = so.ep[i];
+        init[i].remote = so.remote[i];
+        init[i].n_remote = so.n_remote;
+        init[i].peer = so.peer[i];
     }
     railwire_railset *rs;
-    rc = rw_railset_create_local(cx.ops, o, init, cx.n, &rs);
-    if (rc < 0)
-        goto out_rails;
-    rs->ctrl_fd = fd;
-    free(io);
-    rw_hs_client_fini(&hs);
-    rw_info("connect: %u %s rail(s) up to %s port %s (%u layer(s))", cx.n, cx.ops->name, host,
-            port, rs->n_layers);
+    rc = rw_railset_create_local(sp.ops, o, init, so.n_rails, &rs);
+    if (rc < 0) {
+        rw_session_close(sp.ops, &so);
+        return rc;
+    }
+    /* The railset owns the domains and eps now; the copies of the remote
+     * regions are its own. */
+    for (unsigned i = 0; i < so.n_rails; i++) {
+        so.dom[i] = NULL;
+        so.ep[i] = NULL;
+    }
+    struct rw_rsess *s0 = rs->sessions;
+    s0->fd = so.fd;
+    s0->had_ctrl = s0->ctrl_up = 1;
+    for (unsigned i = 0; i < so.n_rails; i++)
+        rs->rails[i].stats.control_up = 1;
+    so.fd = -1;
+    rw_session_close(sp.ops, &so);
+    if (o->heal) {
+        struct rw_heal_cfg hc;
+        heal_cfg(&hc, sp.ops, port, o, rs->n_layers);
+        rc = rw_heal_enable(rs, host, &hc, rw_heal_open_network, NULL);
+        if (rc < 0) {
+            railwire_railset_close(rs);
+            return rc;
+        }
+    }
+    rw_info("connect: %u %s rail(s) up to %s port %s (%u layer(s)%s)", rs->n_rails, sp.ops->name,
+            host, port, rs->n_layers, o->heal ? ", healing on" : "");
     *out = rs;
     return 0;
-
-out_rails:
-    teardown(&cx);
-out_io:
-    free(io);
-out_hs:
-    rw_hs_client_fini(&hs);
-out_fd:
-    close(fd);
-    return rc;
 }

@@ -25,6 +25,19 @@
 #define RW_DEFAULT_OP_TIMEOUT_MS 10000
 
 struct rw_xfer;
+struct rw_healer;
+
+/* One session (one control connection) some rails of the railset belong
+ * to.  The railset opens session 0; every successful heal adds one.  Freed
+ * once no rail belongs to it any more. */
+struct rw_rsess {
+    unsigned id;
+    int fd;                   /* control connection, -1 if none or closed */
+    int had_ctrl;             /* it had a control connection (fd was >= 0) */
+    int ctrl_up;              /* the control connection is still open */
+    unsigned users;           /* rails that belong to it */
+    struct rw_rsess *next;
+};
 
 /* One piece of a transfer, carried by one work request.  Lives in its
  * transfer's slice array; linked into exactly one list at a time: the
@@ -35,6 +48,7 @@ struct rw_slice {
     uint32_t length;
     int rail;                 /* rail carrying it, -1 while pending */
     int64_t posted_ms;        /* when it was posted on `rail` */
+    unsigned tries;           /* times it was posted (and not merely taken back) */
     struct rw_slice *prev, *next;
 };
 
@@ -68,6 +82,9 @@ struct rw_rail {
     int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
     uint64_t inflight_bytes;
     struct rw_slice_list outstanding;
+    struct rw_qp_id peer;     /* the server's identity of this rail (its GID says where) */
+    struct rw_rsess *sess;    /* the session it belongs to */
+    int64_t up_since_ms;      /* when it was (last) put in service */
     railwire_rail_stats stats;
 };
 
@@ -78,6 +95,7 @@ struct railwire_mr {
     size_t len;
     unsigned users;           /* unfinished transfers that use it */
     struct rw_mr *per_rail[RAILWIRE_MAX_RAILS]; /* owned */
+    struct rw_mr *staged;     /* healing: the registration on a rail being installed */
     struct railwire_mr *prev, *next;
 };
 
@@ -89,7 +107,14 @@ struct railwire_railset {
     unsigned n_layers;        /* RO: layers per rail; RW: 1 */
     size_t slice_size;        /* effective (<= every rail's max_msg) */
     int op_timeout_ms;
-    int ctrl_fd;              /* control connection (liveness), -1 when none */
+    unsigned max_tries;       /* posts per slice before its transfer fails, 0 = unbounded */
+    struct rw_rsess *sessions; /* every session a rail belongs to */
+    unsigned next_sess_id;
+    struct rw_healer *healer; /* NULL: healing off */
+    int all_down_timeout_ms;  /* with healing: no live rail this long fails everything */
+    int64_t all_down_since_ms; /* when the last live rail went down (n_live == 0) */
+    int all_down_expired;     /* the bound ran out: submits fail until a rail heals */
+    int64_t next_check_ms;    /* next control-connection and ep_check pass */
     railwire_handle next_handle;
     unsigned rr_start;        /* where the next rail choice starts scanning */
     struct rw_rail rails[RAILWIRE_MAX_RAILS];
@@ -110,11 +135,14 @@ struct rw_rail_init {
     struct rw_ep *ep;               /* connected; ownership passes on success */
     const struct rw_mr_desc *remote; /* copied */
     unsigned n_remote;              /* RO: layer count (same on every rail); RW: 1 */
+    struct rw_qp_id peer;           /* the server's identity of the rail (zero: unknown) */
 };
 
 /* Builds a railset over `n` connected rails of transport `ops`, with the
- * options of `o` (slice size, depth, op timeout, dialect; the rest is
- * ignored).  Returns 0 and *out (caller owns; railwire_railset_close), or
+ * options of `o` (slice size, depth, op timeout, dialect, all-down bound,
+ * slice tries; healing itself is turned on by the caller with
+ * rw_heal_enable).  The rails belong to session 0, which has no control
+ * connection until the caller gives it one.  Returns 0 and *out (caller owns; railwire_railset_close), or
  * RAILWIRE_E_INVALID / RAILWIRE_E_NOMEM, in which case nothing of `rails`
  * was taken over. */
 int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
@@ -152,6 +180,17 @@ void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x);
 /* Frees a transfer and drops its registration's use count. */
 void rw_xfer_free(struct rw_xfer *x);
 
+/* --- sessions (railset.c) --- */
+/* Adds a session with control connection fd (-1: none; ownership passes).
+ * Returns it, or NULL (out of memory: fd is closed). */
+struct rw_rsess *rw_rsess_add(railwire_railset *rs, int fd);
+/* Drops one rail's use of s; the last one closes its control connection
+ * and frees it. */
+void rw_rsess_unuse(railwire_railset *rs, struct rw_rsess *s);
+/* Checks every session's control connection without blocking; logs and
+ * records the ones that ended. */
+void rw_rsess_check(railwire_railset *rs);
+
 /* --- failover.c --- */
 /* Takes rail `i` down for `reason`: kills its ep, moves its unfinished
  * slices to the front of the pending FIFO (or fails everything when no rail
@@ -163,5 +202,11 @@ void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms);
 void rw_failover_fail_all(railwire_railset *rs, int status);
 /* True when `status` of a completion means the rail itself failed. */
 int rw_failover_is_rail_error(int status);
+/* With healing: fails everything once no rail has been live for the
+ * all-down bound.  Returns 1 when it did. */
+int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms);
+/* Asks each live rail's transport for out-of-band death signals
+ * (ops->ep_check) and fails over the dead ones. */
+void rw_failover_check_eps(railwire_railset *rs);
 
 #endif

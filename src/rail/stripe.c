@@ -131,6 +131,7 @@ static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
         rw_slice_list_remove(&r->outstanding, s);
         r->inflight_bytes -= s->length;
         s->rail = -1;
+        s->tries--; /* never reached the transport */
         struct rw_slice_list one = {s, s, 1};
         rw_slice_list_prepend(&back, &one);
     }
@@ -155,6 +156,7 @@ static size_t schedule_round(railwire_railset *rs)
         rw_slice_list_remove(&rs->pending, s);
         s->rail = ri;
         s->posted_ms = now;
+        s->tries++;
         rw_slice_list_push_tail(&r->outstanding, s);
         r->inflight_bytes += s->length;
         fill_wr(rs, r, s, &wrs[ri][cnt[ri]++]);

@@ -59,7 +59,7 @@ int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle
         rw_err("submit: NULL railset, op or handle");
         return RAILWIRE_E_INVALID;
     }
-    if (rs->n_live == 0) {
+    if (rs->n_live == 0 && (!rs->healer || rs->all_down_expired)) {
         rw_err("submit: every rail of the railset is down");
         return RAILWIRE_E_ALL_RAILS_DOWN;
     }
@@ -83,7 +83,7 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
     }
     if (n > INT32_MAX)
         n = INT32_MAX;
-    if (n && rs->n_live == 0) {
+    if (n && rs->n_live == 0 && (!rs->healer || rs->all_down_expired)) {
         rw_err("submit_batch: every rail of the railset is down");
         return RAILWIRE_E_ALL_RAILS_DOWN;
     }

@@ -270,6 +270,22 @@ void rw_tcp_srv_ep_kill(struct rw_tcp_srv_ep *ep)
         pthread_join(ep->thread, NULL);
 }
 
+int rw_tcp_srv_ep_liveness(struct rw_tcp_srv_ep *ep)
+{
+    struct rw_tcp_domain *d = ep->dom;
+    int st;
+
+    pthread_mutex_lock(&d->lock);
+    if (ep->killed || ep->conn_ended)
+        st = RW_EP_DEAD;
+    else if (ep->conn_fd >= 0)
+        st = RW_EP_LIVE;
+    else
+        st = RW_EP_WAITING;
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
 void rw_tcp_srv_ep_destroy(struct rw_tcp_srv_ep *ep)
 {
     struct rw_tcp_domain *d = ep->dom;

@@ -75,6 +75,7 @@ struct rw_tcp_srv_ep {
     int parked_fd;                  /* a hello arrived before ep_connect: -1 if none */
     uint32_t parked_qpn, parked_psn;
     int conn_fd;                    /* the attached rail connection, -1 if none */
+    int conn_ended;                 /* the serving thread has finished with conn_fd */
     int killed;
     int thread_started;
     int thread_joined;
@@ -153,6 +154,8 @@ int rw_tcp_srv_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
 int rw_tcp_srv_ep_connect(struct rw_tcp_srv_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
 void rw_tcp_srv_ep_kill(struct rw_tcp_srv_ep *ep);
 void rw_tcp_srv_ep_destroy(struct rw_tcp_srv_ep *ep);
+/* enum rw_ep_liveness of a server ep (see transport.h). */
+int rw_tcp_srv_ep_liveness(struct rw_tcp_srv_ep *ep);
 /* Called by the accept thread with dom->lock held for a connection whose
  * hello named `slot` and `psn` of this domain.  Takes ownership of fd: sends
  * the verdict and attaches, parks or closes it.  Returns 1 if attached or

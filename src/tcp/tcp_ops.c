@@ -102,6 +102,11 @@ static void tcp_ep_destroy(struct rw_ep *ep)
         rw_tcp_cli_ep_destroy(cli(ep));
 }
 
+static int tcp_ep_liveness(struct rw_ep *ep)
+{
+    return is_server(ep) ? rw_tcp_srv_ep_liveness(srv(ep)) : RW_EP_UNKNOWN;
+}
+
 const struct rw_transport_ops rw_tcp_ops = {
     .name = "tcp",
     .domain_open = rw_tcp_domain_open,
@@ -116,4 +121,5 @@ const struct rw_transport_ops rw_tcp_ops = {
     .ep_arm = tcp_ep_arm,
     .ep_kill = tcp_ep_kill,
     .ep_destroy = tcp_ep_destroy,
+    .ep_liveness = tcp_ep_liveness,
 };

@@ -119,6 +119,9 @@ void *rw_tcp_serve_main(void *arg)
         rw_err("tcp: qpn 0x%08x: out of memory starting the serving thread",
                (unsigned)ep->base.local.qpn);
         shutdown(ep->conn_fd, SHUT_RDWR);
+        pthread_mutex_lock(&ep->dom->lock);
+        ep->conn_ended = 1;
+        pthread_mutex_unlock(&ep->dom->lock);
         return NULL;
     }
     rx->fd = ep->conn_fd;
@@ -152,5 +155,8 @@ void *rw_tcp_serve_main(void *arg)
                                          : "connection error or reset");
     shutdown(rx->fd, SHUT_RDWR);
     free(rx);
+    pthread_mutex_lock(&ep->dom->lock);
+    ep->conn_ended = 1;
+    pthread_mutex_unlock(&ep->dom->lock);
     return NULL;
 }

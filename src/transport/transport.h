@@ -38,6 +38,14 @@ enum rw_opcode { RW_OP_READ = 0, RW_OP_WRITE = 1 };
 
 enum rw_role { RW_ROLE_CLIENT = 0, RW_ROLE_SERVER = 1 };
 
+/* What a server ep knows of its rail (ops->ep_liveness). */
+enum rw_ep_liveness {
+    RW_EP_UNKNOWN = 0,  /* the transport has no signal (verbs): only a timeout can tell */
+    RW_EP_WAITING = 1,  /* connected in expect mode, the client's rail has not arrived */
+    RW_EP_LIVE = 2,     /* the rail is attached and serving */
+    RW_EP_DEAD = 3,     /* the rail was attached and has closed or failed */
+};
+
 /* Where and how to open a domain. */
 struct rw_domain_cfg {
     enum rw_role role;
@@ -177,6 +185,20 @@ struct rw_transport_ops {
      * registered. */
     int (*mr_reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len,
                         int access, struct rw_mr **out);
+
+    /* Optional (NULL: RW_EP_UNKNOWN).  Server side: what the ep knows of its
+     * client's rail (enum rw_ep_liveness).  Thread-safe; never blocks. */
+    int (*ep_liveness)(struct rw_ep *ep);
+    /* Optional (NULL: nothing to report).  Client side, called by the rail
+     * layer now and then (about every 100 ms while work is outstanding):
+     * returns 0, or a negative code when the ep is known to be dead from a
+     * signal other than its completions (verbs: a port-error or QP-fatal
+     * async event), after which ep_poll reports its WRs as failed.  Never
+     * blocks. */
+    int (*ep_check)(struct rw_ep *ep);
+    /* Optional (NULL: always ready).  1 when the domain's port can carry a
+     * new rail now (verbs: the port is ACTIVE), 0 when not. */
+    int (*domain_ready)(struct rw_domain *dom);
 };
 
 /* The built-in transports.  rw_verbs_ops exists only when RAILWIRE_HAVE_VERBS. */
