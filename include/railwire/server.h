@@ -2,8 +2,11 @@
 /* The server side: publishes read-only layers (RO dialect) or one
  * read-write arena (RW dialect) on one listening port, and serves many
  * clients at once.  A client over a cap is rejected by closing its control
- * connection (the reason goes to the log); when a client's control
- * connection ends, everything of its session is released. */
+ * connection (the reason goes to the log).  When a client's control
+ * connection ends, its session lingers: its rails are released once they
+ * are dead as well (tcp: every rail connection closed or failed) or when
+ * the linger runs out (verbs has no other liveness signal, so there the
+ * linger is the bound); the log says why each session was released. */
 #ifndef RAILWIRE_SERVER_H
 #define RAILWIRE_SERVER_H
 
@@ -32,8 +35,15 @@ typedef struct railwire_region {
 typedef struct railwire_server_opts {
     enum railwire_dialect dialect;     /* default RO */
     enum railwire_transport transport; /* default AUTO */
-    const char *listen_host;           /* control address, default "0.0.0.0" */
+    const char *listen_host;           /* control address, default "0.0.0.0" (every address) */
     const char *listen_port;           /* default "0": ephemeral, see railwire_server_port() */
+    /* Several control addresses (e.g. one per NIC, so a client that lost
+     * one path reaches the server through another): when n_listen_hosts > 0
+     * they replace listen_host, all on one port (listen_port, or the port
+     * the first one got).  tcp rails without rail_addrs then listen on these
+     * addresses too (rail i on the (i mod n)-th). */
+    const char *const *listen_hosts;
+    unsigned n_listen_hosts;
     /* tcp: addresses the rail listeners bind to (rail i uses i mod n); NULL =
      * the control address.  verbs: devices "dev[:port]" (NULL = every active
      * port). */
@@ -54,7 +64,13 @@ typedef struct railwire_server_opts {
     uint64_t max_bytes;                /* RO: total bytes of the layers, RW: arena size;
                                           create fails with RAILWIRE_E_LIMIT above it; 0 = no cap */
     int io_timeout_ms;                 /* bounds each handshake step (request, ids, ack)
-                                          as a whole and each rail connect; default 10000 */
+                                          as a whole and each rail connect; default 10000;
+                                          also how long after the ack a rail may take to
+                                          attach before it counts as dead */
+    int session_linger_ms;             /* after a session's control connection ends, its
+                                          rails are kept until they are all dead or this
+                                          long has passed; default 30000, 0 = release at
+                                          once.  A lingering session counts against the caps */
 } railwire_server_opts;
 
 /* Fills *o with the defaults. */

@@ -3,6 +3,7 @@
  * into their own session threads, and tear everything down in bounded time. */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@ void railwire_server_opts_init(railwire_server_opts *o)
     o->max_rails_per_client = 8;
     o->max_clients = 64;
     o->io_timeout_ms = 10000;
+    o->session_linger_ms = RW_DEFAULT_SESSION_LINGER_MS;
 }
 
 static int check_opts(const railwire_server_opts *o)
@@ -78,6 +80,15 @@ static int check_opts(const railwire_server_opts *o)
         rw_err("server: max_clients must be at least 1");
         return RAILWIRE_E_INVALID;
     }
+    if (o->session_linger_ms < 0) {
+        rw_err("server: session_linger_ms %d is negative", o->session_linger_ms);
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->n_listen_hosts > RW_SERVER_MAX_LISTENERS || (o->n_listen_hosts && !o->listen_hosts)) {
+        rw_err("server: %u listen hosts given; 1..%d, with the array", o->n_listen_hosts,
+               RW_SERVER_MAX_LISTENERS);
+        return RAILWIRE_E_INVALID;
+    }
     return 0;
 }
 
@@ -109,7 +120,8 @@ static int open_domain(void *arg, unsigned i)
     struct rw_domain_place place;
     /* i runs over the domains of the transport in use (n_rail_addrs for
      * tcp, n_devices for verbs): the other list may be shorter. */
-    const char *addr = o->n_rail_addrs ? o->rail_addrs[i % o->n_rail_addrs] : srv->listen_addr;
+    const char *addr = o->n_rail_addrs ? o->rail_addrs[i % o->n_rail_addrs]
+                                       : srv->listen_addr[i % srv->n_lfd];
     const char *dev = o->n_devices ? o->devices[i % o->n_devices]
                       : srv->defaults ? srv->defaults[i].device : NULL;
     rw_domain_place_fill(&dc, &place, srv->ops->name, addr, dev, i);
@@ -192,7 +204,7 @@ static void drain_rejected(struct railwire_server *srv, const struct pollfd *pfd
     int64_t now = rw_now_ms();
     for (unsigned i = 0; i < srv->n_rej;) {
         int fin = now >= srv->rej_deadline[i];
-        if (!fin && (pfd[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) {
+        if (!fin && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) {
             uint8_t junk[256];
             ssize_t n = recv(srv->rej_fd[i], junk, sizeof(junk), 0);
             fin = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
@@ -208,10 +220,10 @@ static void drain_rejected(struct railwire_server *srv, const struct pollfd *pfd
     }
 }
 
-static void accept_one(struct railwire_server *srv)
+static void accept_one(struct railwire_server *srv, int lfd)
 {
     int fd;
-    if (rw_sock_accept(srv->lfd, &fd) < 0)
+    if (rw_sock_accept(lfd, &fd) < 0)
         return;
     char peer[80];
     rw_sock_name(fd, 1, peer, sizeof(peer));
@@ -257,28 +269,57 @@ static void accept_one(struct railwire_server *srv)
 static void *accept_main(void *arg)
 {
     struct railwire_server *srv = arg;
-    struct pollfd pfd[1 + RW_SERVER_MAX_REJECTING];
+    struct pollfd pfd[RW_SERVER_MAX_REJECTING + RW_SERVER_MAX_LISTENERS];
+    struct pollfd *lp = pfd + RW_SERVER_MAX_REJECTING;
     while (!atomic_load(&srv->stop)) {
-        pfd[0].fd = srv->lfd;
-        pfd[0].events = POLLIN;
-        pfd[0].revents = 0;
         for (unsigned i = 0; i < srv->n_rej; i++) {
-            pfd[i + 1].fd = srv->rej_fd[i];
-            pfd[i + 1].events = POLLIN;
-            pfd[i + 1].revents = 0;
+            pfd[i].fd = srv->rej_fd[i];
+            pfd[i].events = POLLIN;
+            pfd[i].revents = 0;
         }
-        int rc = poll(pfd, 1 + srv->n_rej, 100);
+        for (unsigned i = srv->n_rej; i < RW_SERVER_MAX_REJECTING; i++)
+            pfd[i] = (struct pollfd){.fd = -1};
+        for (unsigned i = 0; i < srv->n_lfd; i++)
+            lp[i] = (struct pollfd){.fd = srv->lfd[i], .events = POLLIN};
+        int rc = poll(pfd, RW_SERVER_MAX_REJECTING + srv->n_lfd, 100);
         if (rc < 0 && errno != EINTR) {
-            rw_err("server: poll on the listening socket failed: %s", strerror(errno));
+            rw_err("server: poll on the listening sockets failed: %s", strerror(errno));
             break;
         }
         if (srv->n_rej)
             drain_rejected(srv, pfd);
-        if (rc > 0 && (pfd[0].revents & POLLIN))
-            accept_one(srv);
+        for (unsigned i = 0; rc > 0 && i < srv->n_lfd; i++)
+            if (lp[i].revents & POLLIN)
+                accept_one(srv, srv->lfd[i]);
         reap(srv, 0);
     }
     return NULL;
+}
+
+/* Binds every control address on one port.  tcp rails without rail_addrs
+ * listen where the control port does: each listener's numeric address is
+ * kept, even when the host was a name. */
+static int listen_all(struct railwire_server *srv, const railwire_server_opts *o)
+{
+    const char *one = o->listen_host;
+    const char *const *hosts = o->n_listen_hosts ? o->listen_hosts : &one;
+    unsigned n = o->n_listen_hosts ? o->n_listen_hosts : 1;
+    const char *port = o->listen_port ? o->listen_port : "0";
+    char bound[16];
+
+    for (unsigned i = 0; i < n; i++) {
+        int rc = rw_sock_listen(hosts[i], port, RW_SERVER_BACKLOG, &srv->lfd[i]);
+        if (rc < 0)
+            return rc;
+        srv->n_lfd = i + 1;
+        if (i == 0) {
+            srv->port = rw_sock_local_port(srv->lfd[0]);
+            snprintf(bound, sizeof(bound), "%u", srv->port);
+            port = bound; /* the others share the first one's port */
+        }
+        rw_sock_host(srv->lfd[i], srv->listen_addr[i], sizeof(srv->listen_addr[i]));
+    }
+    return 0;
 }
 
 int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
@@ -295,24 +336,19 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
         rw_err("server: out of memory");
         return RAILWIRE_E_NOMEM;
     }
-    srv->lfd = -1;
     srv->dialect = o->dialect;
     srv->max_rails = o->max_rails_per_client;
     srv->max_clients = o->max_clients;
     srv->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 10000;
+    srv->linger_ms = o->session_linger_ms;
     atomic_init(&srv->stop, 0);
     pthread_mutex_init(&srv->lock, NULL);
     rc = rw_transport_select(o->transport, &srv->ops);
     if (rc < 0)
         goto fail;
-    rc = rw_sock_listen(o->listen_host, o->listen_port ? o->listen_port : "0", RW_SERVER_BACKLOG,
-                        &srv->lfd);
+    rc = listen_all(srv, o);
     if (rc < 0)
         goto fail;
-    srv->port = rw_sock_local_port(srv->lfd);
-    /* tcp rails without rail_addrs listen where the control port does: its
-     * numeric address, even when listen_host was a name. */
-    rw_sock_host(srv->lfd, srv->listen_addr, sizeof(srv->listen_addr));
     unsigned nd = !strcmp(srv->ops->name, "verbs") ? o->n_devices : o->n_rail_addrs;
     if (nd == 0 && !strcmp(srv->ops->name, "verbs")) {
         /* No devices named: serve on every active port (or RAILWIRE_DEVICES). */
@@ -323,7 +359,7 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
             nd = (unsigned)n;
     }
     if (nd == 0)
-        nd = 1;
+        nd = srv->n_lfd; /* tcp: rails listen where the control port does */
     if (nd > RW_MAX_RW_RAILS) {
         rw_err("server: %u rail addresses/devices; at most %d", nd, RW_MAX_RW_RAILS);
         rc = RAILWIRE_E_INVALID;
@@ -348,8 +384,9 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
         goto fail;
     }
     srv->accept_started = 1;
-    rw_info("server: %s dialect on port %u over %s (%u domain(s))",
-            srv->dialect == RAILWIRE_DIALECT_RO ? "RO" : "RW", srv->port, srv->ops->name, nd);
+    rw_info("server: %s dialect on port %u (%u address(es)) over %s (%u domain(s)), session "
+            "linger %d ms", srv->dialect == RAILWIRE_DIALECT_RO ? "RO" : "RW", srv->port,
+            srv->n_lfd, srv->ops->name, nd, srv->linger_ms);
     *out = srv;
     return 0;
 
@@ -380,8 +417,8 @@ void railwire_server_destroy(railwire_server *srv)
     atomic_store(&srv->stop, 1);
     if (srv->accept_started)
         pthread_join(srv->accept_thread, NULL);
-    if (srv->lfd >= 0)
-        close(srv->lfd);
+    for (unsigned i = 0; i < srv->n_lfd; i++)
+        close(srv->lfd[i]);
     for (unsigned i = 0; i < srv->n_rej; i++)
         close(srv->rej_fd[i]);
     pthread_mutex_lock(&srv->lock);

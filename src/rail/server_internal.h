@@ -15,6 +15,8 @@
 #include "wire/wire.h"
 
 #define RW_SERVER_MAX_REJECTING 64
+#define RW_SERVER_MAX_LISTENERS 16
+#define RW_DEFAULT_SESSION_LINGER_MS 30000
 
 /* One local domain and the published memory registered on it. */
 struct rw_srv_domain {
@@ -42,17 +44,20 @@ struct railwire_server {
     unsigned max_rails;
     unsigned max_clients;
     int io_timeout_ms;
+    int linger_ms;            /* session_linger_ms */
     struct rw_srv_domain *doms;
     unsigned n_doms;
-    int lfd;
+    int lfd[RW_SERVER_MAX_LISTENERS]; /* control listeners, all on `port` */
+    unsigned n_lfd;
     unsigned port;
-    char listen_addr[64];     /* numeric address of the control listener */
+    char listen_addr[RW_SERVER_MAX_LISTENERS][64]; /* numeric address of each listener */
     pthread_t accept_thread;
     int accept_started;
     atomic_int stop;
     pthread_mutex_t lock;     /* guards sessions and n_live */
     struct rw_session *sessions;
-    unsigned n_live;          /* sessions whose thread has not ended */
+    unsigned n_live;          /* sessions whose thread has not ended (lingering included) */
+    unsigned n_lingering;     /* of those, sessions whose control connection ended */
     int rej_fd[RW_SERVER_MAX_REJECTING];    /* accept thread only */
     int64_t rej_deadline[RW_SERVER_MAX_REJECTING];
     unsigned n_rej;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/time.h"
 #include "rail/handshake_drive.h"
 #include "rail/server_internal.h"
 #include "rail/sock.h"
@@ -99,31 +100,92 @@ static int send_params(struct session_run *r)
     return rc;
 }
 
-/* Waits until the control connection ends or the server stops. */
-static void hold_session(struct session_run *r)
+/* Waits until the control connection ends or the server stops.  Returns 1
+ * when the control connection ended, 0 when the server is stopping. */
+static int hold_control(struct session_run *r)
 {
     uint8_t junk[256];
     while (!atomic_load(&r->srv->stop)) {
         struct pollfd p = {.fd = r->ss->fd, .events = POLLIN};
         int rc = poll(&p, 1, 200);
         if (rc < 0 && errno != EINTR)
-            return;
+            return 1;
         if (rc <= 0)
             continue;
         ssize_t n = recv(r->ss->fd, junk, sizeof(junk), 0);
         if (n == 0)
-            return;
+            return 1;
         if (n < 0 && errno != EAGAIN && errno != EINTR)
-            return;
+            return 1;
         /* Bytes after the ack are not part of the conversation: ignore them. */
     }
+    return 0;
+}
+
+/* Counts the session's rails that may still carry traffic: attached and
+ * serving, of unknown state (verbs), or still expected within the attach
+ * deadline. */
+static unsigned rails_alive(const struct session_run *r, int64_t now, int64_t attach_deadline)
+{
+    unsigned alive = 0;
+    for (unsigned i = 0; i < r->n; i++) {
+        int st = r->srv->ops->ep_liveness ? r->srv->ops->ep_liveness(r->eps[i]) : RW_EP_UNKNOWN;
+        if (st == RW_EP_LIVE || st == RW_EP_UNKNOWN || (st == RW_EP_WAITING && now < attach_deadline))
+            alive++;
+    }
+    return alive;
+}
+
+/* The control connection ended: keeps the session while its rails live,
+ * for at most the linger.  Writes why it ends into why. */
+static void linger(struct session_run *r, int64_t acked_ms, char *why, size_t cap)
+{
+    struct railwire_server *srv = r->srv;
+    int64_t start = rw_now_ms(), attach_deadline = acked_ms + srv->io_timeout_ms;
+    unsigned alive = rails_alive(r, start, attach_deadline);
+
+    if (alive == 0) {
+        snprintf(why, cap, "its control connection ended and every rail is closed");
+        return;
+    }
+    if (srv->linger_ms == 0) {
+        snprintf(why, cap, "its control connection ended (session linger 0)");
+        return;
+    }
+    rw_info("server: client %s: control connection ended; %u of %u rail(s) still live: the "
+            "session lingers for up to %d ms", r->ss->peer, alive, r->n, srv->linger_ms);
+    pthread_mutex_lock(&srv->lock);
+    srv->n_lingering++;
+    pthread_mutex_unlock(&srv->lock);
+    for (;;) {
+        if (atomic_load(&srv->stop)) {
+            snprintf(why, cap, "the server is stopping");
+            break;
+        }
+        int64_t now = rw_now_ms();
+        if (rails_alive(r, now, attach_deadline) == 0) {
+            snprintf(why, cap, "its control connection ended and every rail has closed since "
+                     "(lingered %lld ms)", (long long)(now - start));
+            break;
+        }
+        if (now - start >= srv->linger_ms) {
+            snprintf(why, cap, "its control connection ended and the linger of %d ms ran out",
+                     srv->linger_ms);
+            break;
+        }
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&srv->lock);
+    srv->n_lingering--;
+    pthread_mutex_unlock(&srv->lock);
 }
 
 static void run(struct session_run *r)
 {
     struct railwire_server *srv = r->srv;
     const char *peer = r->ss->peer;
-    char why[128];
+    char why[160];
     socklen_t sl = sizeof(r->local);
     if (getsockname(r->ss->fd, (struct sockaddr *)&r->local, &sl) < 0)
         memset(&r->local, 0, sizeof(r->local));
@@ -178,8 +240,12 @@ static void run(struct session_run *r)
         return;
     }
     rw_info("server: client %s: %u %s rail(s) up", peer, r->n, srv->ops->name);
-    hold_session(r);
-    rw_info("server: client %s: session ended; releasing its %u rail(s)", peer, r->n);
+    int64_t acked = rw_now_ms();
+    if (hold_control(r))
+        linger(r, acked, why, sizeof(why));
+    else
+        snprintf(why, sizeof(why), "the server is stopping");
+    rw_info("server: client %s: session released: %s; releasing its %u rail(s)", peer, why, r->n);
 }
 
 void *rw_session_main(void *arg)

@@ -38,16 +38,19 @@ void bench_report_table(FILE *f, const struct bench_summary *s)
         fprintf(f, "\n");
     }
 
-    fprintf(f, "\n%4s %-24s %5s %14s %14s %10s %7s %8s  %s\n", "rail", "name", "state", "bytes read",
-            "bytes written", "slices", "errors", "reissued", "down reason");
+    fprintf(f, "\n%4s %-24s %5s %14s %14s %10s %7s %8s %5s %7s  %s\n", "rail", "name", "state",
+            "bytes read", "bytes written", "slices", "errors", "reissued", "heals", "session",
+            "last down reason");
     for (unsigned r = 0; r < s->n_rail; r++) {
         const railwire_rail_stats *st = &s->rail[r];
-        fprintf(f, "%4u %-24s %5s %14llu %14llu %10llu %7llu %8llu  %s\n", st->index, st->name,
-                state_name(st->state), (unsigned long long)st->bytes_read,
+        fprintf(f, "%4u %-24s %5s %14llu %14llu %10llu %7llu %8llu %5llu %6u%s  %s\n", st->index,
+                st->name, state_name(st->state), (unsigned long long)st->bytes_read,
                 (unsigned long long)st->bytes_written, (unsigned long long)st->ops,
                 (unsigned long long)st->errors, (unsigned long long)st->reissued,
-                st->down_reason ? railwire_error_class(st->down_reason) : "-");
+                (unsigned long long)st->heals, st->session, st->control_up ? " " : "*",
+                st->last_down_reason ? railwire_error_class(st->last_down_reason) : "-");
     }
+    fprintf(f, "(* = the session's control connection has ended; its rails keep working)\n");
     fprintf(f, "\nverify: %s; failed transfers: %llu%s%s\n", s->verify,
             (unsigned long long)s->failed, s->first_error[0] ? "; first error: " : "",
             s->first_error);
@@ -105,12 +108,20 @@ void bench_report_json(FILE *f, const struct bench_summary *s)
         json_str(f, st->name);
         fprintf(f, ", \"state\": \"%s\", \"gbps_weight\": %.3f, \"bytes_read\": %llu, "
                    "\"bytes_written\": %llu, \"slices\": %llu, \"errors\": %llu, \"reissued\": %llu, "
+                   "\"heals\": %llu, \"heal_attempts\": %llu, \"session\": %u, \"control_up\": %s, "
                    "\"down_reason\": ",
                 state_name(st->state), st->gbps, (unsigned long long)st->bytes_read,
                 (unsigned long long)st->bytes_written, (unsigned long long)st->ops,
-                (unsigned long long)st->errors, (unsigned long long)st->reissued);
+                (unsigned long long)st->errors, (unsigned long long)st->reissued,
+                (unsigned long long)st->heals, (unsigned long long)st->heal_attempts, st->session,
+                st->control_up ? "true" : "false");
         if (st->down_reason)
             json_str(f, railwire_error_class(st->down_reason));
+        else
+            fprintf(f, "null");
+        fprintf(f, ", \"last_down_reason\": ");
+        if (st->last_down_reason)
+            json_str(f, railwire_error_class(st->last_down_reason));
         else
             fprintf(f, "null");
         fprintf(f, "}");

@@ -65,6 +65,10 @@ static const char bench_usage[] =
     "  --connect-timeout MS   default 5000\n"
     "  --op-timeout MS        a slice outstanding longer marks its rail dead\n"
     "                         (default: the library's, 10000)\n"
+    "  --no-heal              do not heal lost rails (by default a lost rail is\n"
+    "                         replaced by a rail of a new session to the server)\n"
+    "  --all-down-timeout MS  with healing: how long transfers wait while no rail\n"
+    "                         is live before failing (default: the op timeout)\n"
     "  --json                 print one JSON object on stdout instead of the table\n"
     "  --quiet                no progress or \"connected\" line on stderr\n"
     "  -v, --verbose          debug logging\n"
@@ -82,7 +86,7 @@ struct bench_opts {
     unsigned rails, depth, rail_depth, layers;
     uint64_t size, iters, span, slice;
     double seconds;
-    int connect_timeout, op_timeout;
+    int connect_timeout, op_timeout, all_down_timeout, no_heal;
     const char *local[RAILWIRE_MAX_RAILS * 4];
     unsigned n_local;
     const char *dev[RAILWIRE_MAX_RAILS * 4];
@@ -93,7 +97,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
 {
     enum { O_CONNECT = 256, O_LOOPBACK, O_DIALECT, O_RAILS, O_READ, O_WRITE, O_VERIFY, O_SPAN,
            O_LAYERS, O_SLICE, O_RAIL_DEPTH, O_TRANSPORT, O_LOCAL, O_DEVICE, O_CTIMEOUT, O_OTIMEOUT,
-           O_JSON, O_QUIET };
+           O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN };
     static const struct option longopts[] = {
         {"connect", required_argument, NULL, O_CONNECT},
         {"loopback", no_argument, NULL, O_LOOPBACK},
@@ -117,6 +121,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"connect-timeout", required_argument, NULL, O_CTIMEOUT},
         {"op-timeout", required_argument, NULL, O_OTIMEOUT},
         {"json", no_argument, NULL, O_JSON},
+        {"no-heal", no_argument, NULL, O_NO_HEAL},
+        {"all-down-timeout", required_argument, NULL, O_ALL_DOWN},
         {"quiet", no_argument, NULL, O_QUIET},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -233,6 +239,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
                 b->op_timeout = (int)v;
             break;
         case O_JSON: b->json = 1; break;
+        case O_NO_HEAL: b->no_heal = 1; break;
+        case O_ALL_DOWN:
+            if (tool_parse_uint(optarg, "--all-down-timeout", 1, 3600000, &v) < 0)
+                return -1;
+            b->all_down_timeout = (int)v;
+            break;
         case O_QUIET: b->quiet = 1; break;
         case 'v': b->verbose = 1; break;
         case 'h':
@@ -354,6 +366,10 @@ int cmd_bench(int argc, char **argv)
         o.connect_timeout_ms = b.connect_timeout;
     if (b.op_timeout)
         o.op_timeout_ms = b.op_timeout;
+    if (b.no_heal)
+        o.heal = 0;
+    if (b.all_down_timeout)
+        o.all_down_timeout_ms = b.all_down_timeout;
 
     t0 = tool_now_ns();
     rc = railwire_railset_connect(b.host, b.port, &o, &rs);
@@ -396,6 +412,8 @@ int cmd_bench(int argc, char **argv)
     run.stall_ms = 60000;
     if (b.op_timeout && 3 * b.op_timeout > run.stall_ms)
         run.stall_ms = 3 * b.op_timeout;
+    if (b.all_down_timeout && 2 * b.all_down_timeout > run.stall_ms)
+        run.stall_ms = 2 * b.all_down_timeout;
 
     sum->transport = railwire_railset_transport(rs);
     sum->dialect = b.dialect == RAILWIRE_DIALECT_RO ? "ro" : "rw";

@@ -21,6 +21,7 @@
 #include "commands.h"
 
 #define SERVE_MAX_ADDRS 64
+#define SERVE_MAX_LISTEN 16
 
 static const char serve_usage[] =
     "usage: railwire serve --dialect ro --listen HOST:PORT --layer FILE [--layer FILE ...] [OPTIONS]\n"
@@ -35,7 +36,10 @@ static const char serve_usage[] =
     "\n"
     "options:\n"
     "  --dialect ro|rw        handshake dialect of the port (required)\n"
-    "  --listen HOST:PORT     control address (required)\n"
+    "  --listen HOST:PORT     control address (required; repeatable, one per NIC, all\n"
+    "                         on one port, so a client that lost one path reaches\n"
+    "                         the server through another; 0.0.0.0 or [::] takes\n"
+    "                         every address)\n"
     "  --layer FILE           RO: a layer (repeatable, 1..4096, non-empty files)\n"
     "  --arena SIZE           RW: arena size, e.g. 64M, 1G (K/M/G/T suffixes)\n"
     "  --fill                 RW: fill the arena with the bench pattern (seed 0) so\n"
@@ -49,7 +53,11 @@ static const char serve_usage[] =
     "  --max-rails N          cap: rails per client (default 8)\n"
     "  --max-clients N        cap: concurrent sessions (default 64)\n"
     "  --max-bytes SIZE       cap: bytes published (RO: all layers, RW: the arena)\n"
-    "  --io-timeout MS        per handshake read/write (default 10000)\n"
+    "  --io-timeout MS        per handshake read/write (default 10000); also how long\n"
+    "                         a rail may take to attach after the ack\n"
+    "  --session-linger MS    after a session's control connection ends, keep its\n"
+    "                         rails until they are all closed (tcp) or this long\n"
+    "                         has passed (default 30000; 0 = release at once)\n"
     "  -v, --verbose          debug logging (RAILWIRE_LOG=... also works)\n"
     "  -h, --help             this text\n"
     "\n"
@@ -104,7 +112,7 @@ fail:
 int cmd_serve(int argc, char **argv)
 {
     enum { O_DIALECT = 256, O_LISTEN, O_LAYER, O_ARENA, O_FILL, O_RAIL_ADDR, O_TRANSPORT,
-           O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT };
+           O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT, O_LINGER };
     static const struct option longopts[] = {
         {"dialect", required_argument, NULL, O_DIALECT},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -119,6 +127,7 @@ int cmd_serve(int argc, char **argv)
         {"max-clients", required_argument, NULL, O_MAX_CLIENTS},
         {"max-bytes", required_argument, NULL, O_MAX_BYTES},
         {"io-timeout", required_argument, NULL, O_IO_TIMEOUT},
+        {"session-linger", required_argument, NULL, O_LINGER},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -135,7 +144,9 @@ int cmd_serve(int argc, char **argv)
     void *arena = NULL;
     uint64_t arena_size = 0, max_bytes = 0, total = 0;
     int have_dialect = 0, fill = 0, verbose = 0, rc = 2, c;
-    char host[256] = "", port[16] = "", where[300], sz[32];
+    char hosts[SERVE_MAX_LISTEN][256], port[16] = "", where[300], sz[32];
+    const char *host_ptrs[SERVE_MAX_LISTEN];
+    unsigned n_hosts = 0;
     unsigned long v;
     sigset_t sigs;
     int sig;
@@ -149,11 +160,27 @@ int cmd_serve(int argc, char **argv)
                 return 2;
             have_dialect = 1;
             break;
-        case O_LISTEN:
-            if (tool_parse_hostport(optarg, "listen address", host, sizeof(host), port,
-                                    sizeof(port)) < 0)
+        case O_LISTEN: {
+            char p[16];
+            if (n_hosts == SERVE_MAX_LISTEN) {
+                fprintf(stderr, "error: at most %d --listen addresses\n", SERVE_MAX_LISTEN);
                 return 2;
+            }
+            if (tool_parse_hostport(optarg, "listen address", hosts[n_hosts], sizeof(hosts[0]), p,
+                                    sizeof(p)) < 0)
+                return 2;
+            if (n_hosts && strcmp(p, port) && strcmp(p, "0")) {
+                fprintf(stderr, "error: --listen %s: every --listen must use the port of the "
+                                "first (%s), so clients reach the server through any address "
+                                "with one port (or give port 0 for \"the same\")\n", optarg, port);
+                return 2;
+            }
+            if (!n_hosts)
+                snprintf(port, sizeof(port), "%s", p);
+            host_ptrs[n_hosts] = hosts[n_hosts];
+            n_hosts++;
             break;
+        }
         case O_LAYER:
             if (n_layer_paths == 4096) {
                 fprintf(stderr, "error: at most 4096 layers\n");
@@ -212,6 +239,11 @@ int cmd_serve(int argc, char **argv)
                 return 2;
             o.io_timeout_ms = (int)v;
             break;
+        case O_LINGER:
+            if (tool_parse_uint(optarg, "--session-linger", 0, 86400000, &v) < 0)
+                return 2;
+            o.session_linger_ms = (int)v;
+            break;
         case 'v':
             verbose = 1;
             break;
@@ -227,7 +259,7 @@ int cmd_serve(int argc, char **argv)
         fprintf(stderr, "error: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (!have_dialect || !host[0]) {
+    if (!have_dialect || !n_hosts) {
         fprintf(stderr, "error: --dialect and --listen are required\n%s", serve_usage);
         return 2;
     }
@@ -278,7 +310,9 @@ int cmd_serve(int argc, char **argv)
         o.arena.len = (size_t)arena_size;
         total = arena_size;
     }
-    o.listen_host = host;
+    o.listen_host = hosts[0];
+    o.listen_hosts = host_ptrs;
+    o.n_listen_hosts = n_hosts;
     o.listen_port = port;
     o.rail_addrs = n_rail_addrs ? rail_addrs : NULL;
     o.n_rail_addrs = n_rail_addrs;
@@ -295,17 +329,21 @@ int cmd_serve(int argc, char **argv)
 
     c = railwire_server_create(&o, &srv);
     if (c < 0) {
-        fprintf(stderr, "error: cannot start the server on %s:%s: %s: %s\n", host, port,
+        fprintf(stderr, "error: cannot start the server on %s:%s: %s: %s\n", hosts[0], port,
                 railwire_error_class(c), railwire_strerror(c));
         goto out;
     }
-    tool_format_hostport(where, sizeof(where), host, railwire_server_port(srv));
+    tool_format_hostport(where, sizeof(where), hosts[0], railwire_server_port(srv));
     tool_format_size(sz, sizeof(sz), total);
     if (o.dialect == RAILWIRE_DIALECT_RO)
         printf("listening on %s (dialect ro, %u layer%s, %s)\n", where, n_mapped,
                n_mapped == 1 ? "" : "s", sz);
     else
         printf("listening on %s (dialect rw, arena %s%s)\n", where, sz, fill ? ", pattern-filled" : "");
+    for (unsigned i = 1; i < n_hosts; i++) {
+        tool_format_hostport(where, sizeof(where), hosts[i], railwire_server_port(srv));
+        printf("also listening on %s\n", where);
+    }
     fflush(stdout);
 
     for (;;) {
