@@ -104,6 +104,19 @@ void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason)
     rw_failover_fail_all(rs, RAILWIRE_E_ALL_RAILS_DOWN);
 }
 
+void rw_failover_rail_retire(railwire_railset *rs, unsigned i)
+{
+    struct rw_rail *r = &rs->rails[i];
+    rs->ops->ep_kill(r->ep);
+    size_t moved = take_back(rs, r, RAILWIRE_E_CLOSED);
+    r->stats.reissued += moved;
+    r->inflight_bytes = 0;
+    r->blocked = 0;
+    if (moved)
+        rw_info("rail %u (%s): %zu unfinished slice(s) re-issued while the rail moves to a new "
+                "session", i, r->stats.name, moved);
+}
+
 int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms)
 {
     if (!rs->healer || rs->n_live > 0 || rs->all_down_expired)

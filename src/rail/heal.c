@@ -488,10 +488,12 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     int rc = stage_mrs(rs, i, res->dom[i]);
     if (rc < 0)
         return rc;
-    if (r->stats.state == RAILWIRE_RAIL_UP) {
-        /* A refresh: the old rail still works but its session's control
-         * connection ended.  Its unfinished slices move to the new rail. */
-        rw_failover_rail_down(rs, i, RAILWIRE_E_CLOSED);
+    int moving = r->stats.state == RAILWIRE_RAIL_UP;
+    if (moving) {
+        /* The old rail still works but its session's control connection
+         * ended (the server will release it after its linger): the rail
+         * moves to the new session without ever going down. */
+        rw_failover_rail_retire(rs, i);
     }
     for (struct railwire_mr *m = rs->mrs; m; m = m->next) {
         if (m->per_rail[i])
@@ -519,13 +521,15 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     r->up_since_ms = now;
     if (r->dom->max_msg && rs->slice_size > r->dom->max_msg)
         rs->slice_size = r->dom->max_msg;
-    r->stats.state = RAILWIRE_RAIL_UP;
-    r->stats.down_reason = 0;
-    r->stats.heals++;
     r->stats.session = sess->id;
     r->stats.control_up = sess->ctrl_up;
     r->stats.gbps = r->dom->gbps > 0 ? r->dom->gbps : 1.0;
     snprintf(r->stats.name, sizeof(r->stats.name), "%s", r->dom->name);
+    if (moving)
+        return 0;
+    r->stats.state = RAILWIRE_RAIL_UP;
+    r->stats.down_reason = 0;
+    r->stats.heals++;
     rs->n_live++;
     rs->all_down_since_ms = 0;
     rs->all_down_expired = 0;
@@ -567,11 +571,17 @@ static void install(railwire_railset *rs, int64_t now)
         for (unsigned i = 0; i < res.n_rails && i < rs->n_rails; i++) {
             if (!res.ep[i])
                 continue;
+            int was_up = rs->rails[i].stats.state == RAILWIRE_RAIL_UP;
             rc = install_rail(rs, i, &res, sess, now);
             if (rc == 0) {
                 healed++;
-                rw_info("heal: rail %u (%s) is back in service: session %u through %s",
-                        i, rs->rails[i].stats.name, sess->id, via);
+                if (was_up)
+                    rw_info("heal: rail %u (%s) moved to session %u through %s (its session's "
+                            "control connection had ended)", i, rs->rails[i].stats.name, sess->id,
+                            via);
+                else
+                    rw_info("heal: rail %u (%s) is back in service: session %u through %s", i,
+                            rs->rails[i].stats.name, sess->id, via);
             }
         }
         if (!sess->users)

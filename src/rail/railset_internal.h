@@ -196,6 +196,10 @@ void rw_rsess_check(railwire_railset *rs);
  * slices to the front of the pending FIFO (or fails everything when no rail
  * is left).  Idempotent. */
 void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason);
+/* Kills the ep of live rail i that is about to be replaced (healing moves
+ * it to a new session) and takes its unfinished slices back to the pending
+ * FIFO; the rail stays up.  The caller installs the new ep at once. */
+void rw_failover_rail_retire(railwire_railset *rs, unsigned i);
 /* Kills rails whose oldest outstanding slice is older than the op timeout. */
 void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms);
 /* Completes every unfinished transfer with `status` (no rail left). */

@@ -146,6 +146,47 @@ def test_wire_peer_handshake_rw():
         s.close()
 
 
+def test_wire_peer_closing_control_keeps_its_rails_for_the_linger():
+    # WIRE.md lets a client close the control connection right after the
+    # ack.  Its tcp rails keep working for the session linger (here 3 s),
+    # then the server releases the session and says why.
+    s = Serve(RW, ["--dialect", "rw", "--listen", "127.0.0.1:0", "--arena", "1M", "--fill",
+                   "--session-linger", "3000"])
+    try:
+        rc, out, _ = peer(["client", "--connect", s.addr, "--dialect", "rw", "--rails", "2",
+                           "--tcp-rails", "--read", "4096", "--close-after-ack", "6"], timeout=60)
+        j = json.loads(out)
+        check(rc == 0 and j["result"] == "ok", out)
+        # Reading went on well past the close, and stopped at the linger.
+        check(j["reads_after_close"] >= 10, "too few reads after the close: %s" % out)
+        after = j["read_error_after"]
+        check(after is not None and 2.5 <= after <= 5.5,
+              "the rails should have been released about 3 s after the close: %s" % out)
+        log = s.log()
+        check("linger of 3000 ms ran out" in log,
+              "the server log does not say why the session was released:\n" + log)
+    finally:
+        s.close()
+
+
+def test_serve_listens_on_several_addresses():
+    s = Serve(RW, ["--dialect", "rw", "--listen", "127.0.0.1:0", "--listen", "127.0.0.2:0",
+                   "--arena", "1M", "--fill"])
+    try:
+        for host in ("127.0.0.1", "127.0.0.2"):
+            rc, j, err = bench_json(RW, ["--connect", "%s:%d" % (host, s.port), "--rails", "2",
+                                         "--read", "-s", "64K", "-n", "50", "--verify",
+                                         "--transport", "tcp", "--dialect", "rw"])
+            check(rc == 0 and j["verify"] == "ok" and j["failed"] == 0,
+                  "through %s: %s %s" % (host, j, err[-500:]))
+        # Mixed ports are refused with a clear message.
+        rc, out, err = run([RW, "serve", "--dialect", "rw", "--arena", "1M", "--listen",
+                            "127.0.0.1:7001", "--listen", "127.0.0.2:7002"])
+        check(rc == 2 and "every --listen must use the port" in err, err)
+    finally:
+        s.close()
+
+
 def test_serve_logs_sessions_and_stops_on_signals():
     for sig in (signal.SIGINT, signal.SIGTERM):
         s = Serve(RW, ["--dialect", "rw", "--listen", "127.0.0.1:0", "--arena", "4M",

@@ -132,6 +132,12 @@ def run_client(args):
         problems = check_expectations(args, rails)
         if args.read and rail_socks:
             problems += tcp_read_check(args, rails, rail_socks)
+        if args.close_after_ack > 0 and not problems:
+            # WIRE.md lets a client close the control connection after the
+            # ack: the rails it opened must keep working (for the linger).
+            sock.close()
+            out["reads_after_close"], out["read_error_after"] = keep_reading(
+                args, rails, rail_socks, args.close_after_ack)
         if problems:
             out["result"] = "unexpected"
             out["problems"] = problems
@@ -205,6 +211,22 @@ def tcp_read_check(args, rails, socks):
             problems.append("rail %d: READ byte %d is 0x%02x, pattern says 0x%02x"
                             % (i, at, data[at], want[at]))
     return problems
+
+
+def keep_reading(args, rails, socks, seconds):
+    """READs over every rail again and again for `seconds`; returns how many
+    rounds passed and, if one failed, after how many seconds (else None)."""
+    t0 = time.monotonic()
+    rounds = 0
+    while time.monotonic() - t0 < seconds:
+        try:
+            if tcp_read_check(args, rails, socks):
+                return rounds, round(time.monotonic() - t0, 3)
+        except (OSError, WireError):
+            return rounds, round(time.monotonic() - t0, 3)
+        rounds += 1
+        time.sleep(0.05)
+    return rounds, None
 
 
 def check_expectations(args, rails):
@@ -371,6 +393,10 @@ def main(argv):
     c.add_argument("--read", type=int, default=0,
                    help="with --tcp-rails: READ this many bytes of layer 0 / the arena on every "
                         "rail and compare them with the bench pattern")
+    c.add_argument("--close-after-ack", type=float, default=0.0, metavar="SECONDS",
+                   help="with --tcp-rails --read: close the control connection right after the "
+                        "ack, then keep READing over the rails for SECONDS; reports how many "
+                        "rounds passed and when one first failed")
     s = sub.add_parser("server")
     s.add_argument("--listen", default="127.0.0.1:0")
     s.add_argument("--dialect", choices=("ro", "rw"), required=True)

@@ -63,6 +63,8 @@ static const char bench_usage[] =
     "                         uses the (i mod n)-th)\n"
     "  --device DEV[:PORT]    verbs: device of rail i (repeatable)\n"
     "  --connect-timeout MS   default 5000\n"
+    "  --io-timeout MS        bounds each handshake step and rail connect (default\n"
+    "                         10000)\n"
     "  --op-timeout MS        a slice outstanding longer marks its rail dead\n"
     "                         (default: the library's, 10000)\n"
     "  --no-heal              do not heal lost rails (by default a lost rail is\n"
@@ -86,7 +88,7 @@ struct bench_opts {
     unsigned rails, depth, rail_depth, layers;
     uint64_t size, iters, span, slice;
     double seconds;
-    int connect_timeout, op_timeout, all_down_timeout, no_heal;
+    int connect_timeout, io_timeout, op_timeout, all_down_timeout, no_heal;
     const char *local[RAILWIRE_MAX_RAILS * 4];
     unsigned n_local;
     const char *dev[RAILWIRE_MAX_RAILS * 4];
@@ -97,7 +99,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
 {
     enum { O_CONNECT = 256, O_LOOPBACK, O_DIALECT, O_RAILS, O_READ, O_WRITE, O_VERIFY, O_SPAN,
            O_LAYERS, O_SLICE, O_RAIL_DEPTH, O_TRANSPORT, O_LOCAL, O_DEVICE, O_CTIMEOUT, O_OTIMEOUT,
-           O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN };
+           O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN, O_IOTIMEOUT };
     static const struct option longopts[] = {
         {"connect", required_argument, NULL, O_CONNECT},
         {"loopback", no_argument, NULL, O_LOOPBACK},
@@ -120,6 +122,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"device", required_argument, NULL, O_DEVICE},
         {"connect-timeout", required_argument, NULL, O_CTIMEOUT},
         {"op-timeout", required_argument, NULL, O_OTIMEOUT},
+        {"io-timeout", required_argument, NULL, O_IOTIMEOUT},
         {"json", no_argument, NULL, O_JSON},
         {"no-heal", no_argument, NULL, O_NO_HEAL},
         {"all-down-timeout", required_argument, NULL, O_ALL_DOWN},
@@ -240,6 +243,11 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
             break;
         case O_JSON: b->json = 1; break;
         case O_NO_HEAL: b->no_heal = 1; break;
+        case O_IOTIMEOUT:
+            if (tool_parse_uint(optarg, "--io-timeout", 1, 3600000, &v) < 0)
+                return -1;
+            b->io_timeout = (int)v;
+            break;
         case O_ALL_DOWN:
             if (tool_parse_uint(optarg, "--all-down-timeout", 1, 3600000, &v) < 0)
                 return -1;
@@ -366,6 +374,8 @@ int cmd_bench(int argc, char **argv)
         o.connect_timeout_ms = b.connect_timeout;
     if (b.op_timeout)
         o.op_timeout_ms = b.op_timeout;
+    if (b.io_timeout)
+        o.io_timeout_ms = b.io_timeout;
     if (b.no_heal)
         o.heal = 0;
     if (b.all_down_timeout)
