@@ -651,3 +651,14 @@ int64_t rw_heal_due_in(const railwire_railset *rs, int64_t now_ms)
         return -1;
     return h->due_ms > now_ms ? h->due_ms - now_ms : 0;
 }
+
+void rw_heal_test_set_port(railwire_railset *rs, const char *port)
+{
+    if (rs->healer && !rs->healer->thread_started)
+        snprintf(rs->healer->cfg.port, sizeof(rs->healer->cfg.port), "%s", port);
+}
+
+int rw_heal_test_busy(const railwire_railset *rs)
+{
+    return rs->healer && rs->healer->in_flight;
+}

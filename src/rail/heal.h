@@ -94,4 +94,9 @@ int rw_heal_wait_fd(const railwire_railset *rs);
 /* Milliseconds until the healer wants a tick (its next attempt), or -1. */
 int64_t rw_heal_due_in(const railwire_railset *rs, int64_t now_ms);
 
+/* Test hooks.  Sets the control port later sessions dial (only before the
+ * first attempt starts); returns 1 while an attempt is in progress. */
+void rw_heal_test_set_port(railwire_railset *rs, const char *port);
+int rw_heal_test_busy(const railwire_railset *rs);
+
 #endif

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/* Healing over loopback with the real tcp transport: a lost rail comes back
+ * through a new session and carries data registered before it died; with
+ * healing off it stays lost; slice tries are bounded; no live rail for the
+ * all-down bound fails everything and a restarted server heals it again; a
+ * session whose control connection ended moves its working rails to a new
+ * session without taking them down; close never waits for an attempt. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <railwire.h>
+
+#include "common/time.h"
+#include "rail/heal.h"
+#include "rail/railset_internal.h"
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+#define LEN (4 * MIB)
+
+static uint8_t pat(size_t i)
+{
+    return (uint8_t)(i * 151u + (i >> 11) * 5u + 3u);
+}
+
+static uint8_t *mem;
+
+static railwire_server *server(const char *port)
+{
+    if (!mem) {
+        mem = malloc(LEN);
+        cr_assert_not_null(mem);
+        for (size_t i = 0; i < LEN; i++)
+            mem[i] = pat(i);
+    }
+    railwire_server_opts o;
+    railwire_server_opts_init(&o);
+    o.dialect = RAILWIRE_DIALECT_RO;
+    o.transport = RAILWIRE_TRANSPORT_TCP;
+    o.listen_host = "127.0.0.1";
+    o.listen_port = port;
+    o.io_timeout_ms = 2000;
+    railwire_region reg = {mem, LEN};
+    o.layers = &reg;
+    o.n_layers = 1;
+    railwire_server *s = NULL;
+    cr_assert_eq(railwire_server_create(&o, &s), 0);
+    return s;
+}
+
+static railwire_railset_opts opts(unsigned rails)
+{
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.transport = RAILWIRE_TRANSPORT_TCP;
+    o.n_rails = rails;
+    o.slice_size = 64 * KIB;
+    o.connect_timeout_ms = 2000;
+    o.io_timeout_ms = 2000;
+    o.op_timeout_ms = 2000;
+    o.heal_backoff_min_ms = 20;
+    return o;
+}
+
+static int connect_to(railwire_server *s, const railwire_railset_opts *o, railwire_railset **rs)
+{
+    char port[16];
+    snprintf(port, sizeof(port), "%u", railwire_server_port(s));
+    return railwire_railset_connect("127.0.0.1", port, o, rs);
+}
+
+/* Reads the whole layer and checks it. */
+static int read_all(railwire_railset *rs, railwire_mr *mr, uint8_t *buf)
+{
+    memset(buf, 0, LEN);
+    int rc = railwire_read(rs, mr, buf, LEN, 0, 0, 20000);
+    if (rc == 0)
+        for (size_t i = 0; i < LEN; i++)
+            cr_assert_eq(buf[i], pat(i), "byte %zu differs", i);
+    return rc;
+}
+
+/* Drives the railset (small reads) until rail r is up again or ms pass. */
+static int wait_rail_up(railwire_railset *rs, railwire_mr *mr, uint8_t *buf, unsigned r, int ms)
+{
+    int64_t end = rw_now_ms() + ms;
+    railwire_rail_stats st[RAILWIRE_MAX_RAILS];
+    while (rw_now_ms() < end) {
+        railwire_read(rs, mr, buf, 4096, 0, 0, 2000);
+        railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS);
+        if (st[r].state == RAILWIRE_RAIL_UP)
+            return 1;
+        usleep(5000);
+    }
+    return 0;
+}
+
+Test(heal, a_killed_rail_comes_back_and_carries_data)
+{
+    railwire_server *s = server("0");
+    railwire_railset_opts o = opts(2);
+    railwire_railset *rs;
+    cr_assert_eq(connect_to(s, &o, &rs), 0);
+    uint8_t *buf = malloc(LEN);
+    railwire_mr *mr; /* registered before the rail dies: must work on the healed rail */
+    cr_assert_eq(railwire_mr_register(rs, buf, LEN, &mr), 0);
+    cr_assert_eq(read_all(rs, mr, buf), 0);
+    rs->ops->ep_kill(rs->rails[1].ep); /* as a reset would, behind the railset's back */
+    cr_assert_eq(read_all(rs, mr, buf), 0);
+    cr_assert(wait_rail_up(rs, mr, buf, 1, 10000), "rail 1 did not heal");
+    railwire_rail_stats st[2];
+    railwire_railset_stats(rs, st, 2);
+    cr_assert_eq(st[1].heals, 1);
+    cr_assert_geq(st[1].heal_attempts, 1);
+    cr_assert_eq(st[1].session, 1, "the healed rail belongs to a new session");
+    cr_assert_eq(st[1].control_up, 1);
+    cr_assert_eq(st[1].down_reason, 0);
+    cr_assert_neq(st[1].last_down_reason, 0);
+    cr_assert_eq(st[0].session, 0);
+    uint64_t before = st[1].bytes_read;
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(read_all(rs, mr, buf), 0);
+    railwire_railset_stats(rs, st, 2);
+    cr_assert_gt(st[1].bytes_read, before, "the healed rail carries no data");
+    cr_assert_eq(railwire_server_sessions(s), 2, "sessions 0 and 1 are both in use");
+    railwire_railset_close(rs);
+    railwire_server_destroy(s);
+    free(buf);
+}
+
+Test(heal, off_keeps_a_lost_rail_lost)
+{
+    railwire_server *s = server("0");
+    railwire_railset_opts o = opts(2);
+    o.heal = 0;
+    railwire_railset *rs;
+    cr_assert_eq(connect_to(s, &o, &rs), 0);
+    uint8_t *buf = malloc(LEN);
+    railwire_mr *mr;
+    cr_assert_eq(railwire_mr_register(rs, buf, LEN, &mr), 0);
+    rs->ops->ep_kill(rs->rails[1].ep);
+    for (int k = 0; k < 10; k++) {
+        cr_assert_eq(read_all(rs, mr, buf), 0);
+        usleep(20000);
+    }
+    railwire_rail_stats st[2];
+    railwire_railset_stats(rs, st, 2);
+    cr_assert_eq(st[1].state, RAILWIRE_RAIL_DOWN);
+    cr_assert_eq(st[1].heals + st[1].heal_attempts, 0);
+    cr_assert_eq(railwire_server_sessions(s), 1);
+    railwire_railset_close(rs);
+    railwire_server_destroy(s);
+    free(buf);
+}
+
+Test(heal, a_slice_is_carried_at_most_max_slice_tries_times)
+{
+    railwire_server *s = server("0");
+    railwire_railset_opts o = opts(2);
+    o.max_slice_tries = 1;
+    railwire_railset *rs;
+    cr_assert_eq(connect_to(s, &o, &rs), 0);
+    uint8_t *buf = malloc(LEN);
+    railwire_mr *mr;
+    cr_assert_eq(railwire_mr_register(rs, buf, LEN, &mr), 0);
+    enum { N = 32 };
+    railwire_op ops[N];
+    railwire_handle hs[N];
+    for (int i = 0; i < N; i++)
+        ops[i] = (railwire_op){.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf + i * 128 * KIB,
+                               .length = 128 * KIB, .remote_offset = (uint64_t)i * 128 * KIB};
+    cr_assert_eq(railwire_submit_batch(rs, ops, N, hs), N);
+    /* Whatever rail 0 has in flight now has been carried once already. */
+    size_t in_flight = rs->rails[0].outstanding.count;
+    rw_failover_rail_down(rs, 0, RAILWIRE_E_RAIL_DOWN);
+    int failed = 0, ok = 0;
+    while (failed + ok < N) {
+        railwire_completion c[8];
+        int n = railwire_wait(rs, c, 8, 20000);
+        cr_assert_gt(n, 0);
+        for (int k = 0; k < n; k++) {
+            if (c[k].status == 0) {
+                ok++;
+            } else {
+                cr_assert_eq(c[k].status, RAILWIRE_E_RAIL_DOWN, "failed with %s, not the last "
+                             "error of its slice", railwire_error_class(c[k].status));
+                failed++;
+            }
+        }
+    }
+    cr_assert_gt(in_flight, 0);
+    cr_assert_gt(failed, 0, "slices carried once were re-issued despite max_slice_tries 1");
+    cr_assert_gt(ok, 0);
+    railwire_railset_close(rs);
+    railwire_server_destroy(s);
+    free(buf);
+}
+
+Test(heal, all_down_bound_then_a_restarted_server_heals)
+{
+    railwire_server *s = server("0");
+    char port[16];
+    snprintf(port, sizeof(port), "%u", railwire_server_port(s));
+    railwire_railset_opts o = opts(1);
+    o.all_down_timeout_ms = 500;
+    railwire_railset *rs;
+    cr_assert_eq(connect_to(s, &o, &rs), 0);
+    uint8_t *buf = malloc(LEN);
+    railwire_mr *mr;
+    cr_assert_eq(railwire_mr_register(rs, buf, LEN, &mr), 0);
+    cr_assert_eq(read_all(rs, mr, buf), 0);
+    railwire_server_destroy(s);
+    /* The only rail dies; the transfer waits for a heal, then fails. */
+    int rc = railwire_read(rs, mr, buf, 64 * KIB, 0, 0, 20000);
+    cr_assert_eq(rc, RAILWIRE_E_ALL_RAILS_DOWN, "got %s", railwire_error_class(rc));
+    /* Past the bound a new transfer fails at once. */
+    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 4096};
+    railwire_handle h;
+    cr_assert_eq(railwire_submit(rs, &op, &h), RAILWIRE_E_ALL_RAILS_DOWN);
+    /* The server comes back on the same port: the railset heals. */
+    s = server(port);
+    int healed = 0;
+    for (int64_t end = rw_now_ms() + 15000; rw_now_ms() < end && !healed;) {
+        railwire_completion c;
+        railwire_poll(rs, &c, 1);
+        healed = rs->n_live == 1;
+        usleep(10000);
+    }
+    cr_assert(healed, "the railset did not heal after the server came back");
+    cr_assert_eq(read_all(rs, mr, buf), 0);
+    railwire_railset_close(rs);
+    railwire_server_destroy(s);
+    free(buf);
+}
+
+Test(heal, rails_of_a_session_whose_control_ended_move_without_going_down)
+{
+    railwire_server *s = server("0");
+    railwire_railset_opts o = opts(2);
+    railwire_railset *rs;
+    cr_assert_eq(connect_to(s, &o, &rs), 0);
+    uint8_t *buf = malloc(LEN);
+    railwire_mr *mr;
+    cr_assert_eq(railwire_mr_register(rs, buf, LEN, &mr), 0);
+    /* End our side of session 0's control connection as a lost path would. */
+    shutdown(rs->sessions->fd, SHUT_RDWR);
+    int moved = 0;
+    railwire_rail_stats st[2];
+    for (int64_t end = rw_now_ms() + 10000; rw_now_ms() < end && !moved;) {
+        cr_assert_eq(read_all(rs, mr, buf), 0);
+        railwire_railset_stats(rs, st, 2);
+        cr_assert_eq(st[0].state, RAILWIRE_RAIL_UP);
+        cr_assert_eq(st[1].state, RAILWIRE_RAIL_UP);
+        moved = st[0].session != 0 && st[1].session != 0;
+    }
+    cr_assert(moved, "the rails stayed in the session whose control connection ended");
+    cr_assert_eq(st[0].last_down_reason, 0, "rail 0 went down to move");
+    cr_assert_eq(st[1].last_down_reason, 0, "rail 1 went down to move");
+    cr_assert_eq(st[0].heals + st[1].heals, 0);
+    cr_assert_eq(st[0].control_up, 1);
+    cr_assert_eq(read_all(rs, mr, buf), 0);
+    railwire_railset_close(rs);
+    railwire_server_destroy(s);
+    free(buf);
+}
+
+Test(heal, close_does_not_wait_for_an_attempt_in_progress)
+{
+    /* A "server" that accepts TCP connections (the kernel's backlog) but
+     * never answers: a heal attempt through it blocks for the io timeout. */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(lfd, 16), 0);
+    socklen_t sl = sizeof(a);
+    getsockname(lfd, (struct sockaddr *)&a, &sl);
+
+    railwire_server *s = server("0");
+    railwire_railset_opts o = opts(1);
+    o.io_timeout_ms = 4000;
+    o.all_down_timeout_ms = 60000;
+    railwire_railset *rs;
+    cr_assert_eq(connect_to(s, &o, &rs), 0);
+    /* Point later sessions at the silent listener, then lose the rail. */
+    railwire_server_destroy(s);
+    char silent[16];
+    snprintf(silent, sizeof(silent), "%u", ntohs(a.sin_port));
+    rw_heal_test_set_port(rs, silent);
+    uint8_t buf[64];
+    railwire_mr *mr;
+    cr_assert_eq(railwire_mr_register(rs, buf, sizeof(buf), &mr), 0);
+    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 1};
+    railwire_handle h;
+    cr_assert_eq(railwire_submit(rs, &op, &h), 0);
+    railwire_completion c;
+    for (int64_t end = rw_now_ms() + 3000; rw_now_ms() < end && !rw_heal_test_busy(rs);)
+        railwire_wait(rs, &c, 1, 50);
+    cr_assert(rw_heal_test_busy(rs), "no heal attempt started");
+    int64_t t0 = rw_now_ms();
+    railwire_railset_close(rs);
+    int64_t took = rw_now_ms() - t0;
+    cr_assert_lt(took, 2000, "close waited %lld ms for a heal attempt", (long long)took);
+    close(lfd);
+}
