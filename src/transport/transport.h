@@ -196,9 +196,6 @@ struct rw_transport_ops {
      * async event), after which ep_poll reports its WRs as failed.  Never
      * blocks. */
     int (*ep_check)(struct rw_ep *ep);
-    /* Optional (NULL: always ready).  1 when the domain's port can carry a
-     * new rail now (verbs: the port is ACTIVE), 0 when not. */
-    int (*domain_ready)(struct rw_domain *dom);
 };
 
 /* The built-in transports.  rw_verbs_ops exists only when RAILWIRE_HAVE_VERBS. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The process-wide table of opened devices (context + PD + MR cache). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,12 @@ static int open_dev(const char *name, struct rw_vdev **out)
         goto err_free;
     }
     pthread_mutex_init(&d->mr_lock, NULL);
+    pthread_mutex_init(&d->ev_lock, NULL);
+    /* Async events are drained without blocking (events.c). */
+    int fl = fcntl(ctx->async_fd, F_GETFL);
+    if (fl < 0 || fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        rw_warn("verbs: %s: cannot make the async event fd non-blocking (errno %d); port and "
+                "QP events are not read", name, errno);
     d->refs = 1;
     *out = d;
     return 0;
@@ -135,6 +142,7 @@ void rw_vdev_put(struct rw_vdev *d)
     if (e)
         rw_warn("verbs: ibv_close_device(%s) failed (errno %d)", d->name, rw_verbs_errno(e, errno));
     pthread_mutex_destroy(&d->mr_lock);
+    pthread_mutex_destroy(&d->ev_lock);
     free(d);
 }
 

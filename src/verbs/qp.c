@@ -105,6 +105,7 @@ int rw_vep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_
     qa.cap.max_recv_sge = 1;
     qa.qp_type = IBV_QPT_RC;
     qa.sq_sig_all = 0;
+    qa.qp_context = ve; /* async events name the ep (events.c) */
     ve->qp = ibv_create_qp(vd->dev->pd, &qa);
     if (!ve->qp) {
         rw_err("verbs: %s: ibv_create_qp(RC, %u WRs) failed (errno %d): lower the queue depth "
@@ -204,6 +205,9 @@ int rw_vep_connect(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_
         return RAILWIRE_E_VERBS;
     }
     ve->state = RW_VEP_RTS;
+    /* Port errors seen from now on concern this QP (events.c). */
+    rw_vdev_drain_events(vd->dev);
+    ve->port_gen = atomic_load(&vd->dev->port_err_gen[vd->port]);
     if (vd->post_thread && vd->role == RW_ROLE_CLIENT) {
         rc = rw_vposter_start(ve);
         if (rc) {

@@ -36,6 +36,10 @@ struct rw_vdev {
     unsigned refs;             /* domains + registrations holding it */
     pthread_mutex_t mr_lock;   /* guards mrs and each entry's refs */
     struct rw_vmr_ent *mrs;
+    /* Async events (events.c): whoever drains them holds ev_lock; port
+     * errors bump port_err_gen[port], QP faults mark the ep (qp_context). */
+    pthread_mutex_t ev_lock;
+    _Atomic unsigned port_err_gen[RW_VERBS_MAX_PORTS + 1];
 };
 
 /* Opens `name` (or takes another reference on it).  Returns 0 and *out, or
@@ -97,6 +101,8 @@ struct rw_vep {
     uint64_t hw_seq;           /* every sequence below this has a known outcome */
     uint64_t head_seq;         /* oldest sequence not yet reported */
     int64_t port_check_ms;     /* last link check while WRs were stuck */
+    unsigned port_gen;         /* dev->port_err_gen[port] when the QP reached RTS */
+    _Atomic int fatal;         /* a QP-fatal async event arrived for this QP */
     /* Poster-thread mode (dom->post_thread): ep_post prepares WRs in the ring
      * and the thread calls ibv_post_send. */
     int poster_on;             /* the thread runs (owner thread's view) */
@@ -124,6 +130,11 @@ int rw_vep_wait_fd(struct rw_ep *ep);
 int rw_vep_arm(struct rw_ep *ep);
 void rw_vep_kill(struct rw_ep *ep);
 void rw_vep_destroy(struct rw_ep *ep);
+
+/* Async events (events.c).  Drains the device's pending async events
+ * without blocking and records them (port errors, fatal QP events). */
+void rw_vdev_drain_events(struct rw_vdev *d);
+int rw_vep_check(struct rw_ep *ep);
 
 /* Poster thread (poster.c).  start: 0 or RAILWIRE_E_SYSTEM (logged);
  * kick: makes WRs below `queued` postable; stop: stops posting and joins

@@ -126,8 +126,32 @@ Test(verbs_linkdown, rail_link_down_mid_run_loses_nothing)
     cr_assert_eq(railwire_read(e.rs, mr, local + half, chunk, 0, half, 30000), 0);
     cr_assert(memcmp(e.mem + half, local + half, chunk) == 0);
 
+    /* The link comes back: the rail heals (a new session, proved by its
+     * probe READ) and carries data again. */
     snprintf(cmd, sizeof(cmd), "ip link set %s up", netdev);
-    run(cmd);
+    int64_t t_up = rw_now_ms();
+    cr_assert_eq(run(cmd), 0, "could not bring %s back up", netdev);
+    int back = 0;
+    while (!back && rw_now_ms() - t_up < 120000) {
+        memset(local + half, 0, chunk);
+        cr_assert_eq(railwire_read(e.rs, mr, local + half, chunk, 0, half, 30000), 0);
+        cr_assert(memcmp(e.mem + half, local + half, chunk) == 0);
+        cr_assert_eq(railwire_railset_stats(e.rs, rs, 2), 2);
+        back = rs[dead].state == RAILWIRE_RAIL_UP;
+    }
+    cr_assert(back, "rail %u did not come back within 120 s of %s going up", dead, netdev);
+    cr_log_info("rail %u healed %lld ms after %s went up (%llu heal(s), %llu attempt(s), session %u)",
+                dead, (long long)(rw_now_ms() - t_up), netdev, (unsigned long long)rs[dead].heals,
+                (unsigned long long)rs[dead].heal_attempts, rs[dead].session);
+    uint64_t before = rs[dead].bytes_read + rs[dead].bytes_written;
+    for (int k = 0; k < 8; k++) {
+        memset(local + half, 0, half);
+        cr_assert_eq(railwire_read(e.rs, mr, local + half, half, 0, half, 60000), 0);
+        cr_assert(memcmp(e.mem + half, local + half, half) == 0, "READ after the heal differs");
+    }
+    cr_assert_eq(railwire_railset_stats(e.rs, rs, 2), 2);
+    cr_assert_gt(rs[dead].bytes_read + rs[dead].bytes_written, before,
+                 "the healed rail carries no data");
     railwire_mr_deregister(mr);
     free(local);
     rt_down(&e);

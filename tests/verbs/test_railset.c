@@ -6,7 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <infiniband/verbs.h>
+
+#include "common/time.h"
+#include "rail/railset_internal.h"
 #include "rsetup.h"
+#include "verbs/verbs_int.h"
 #include "vtest.h"
 
 #define MiB (1024u * 1024u)
@@ -136,5 +141,59 @@ Test(verbs_railset, write_into_ro_layer_is_remote_access)
     railwire_mr_deregister(mr);
     free(local);
     free(before);
+    rt_down(&e);
+}
+
+/* A 1-rail railset whose QP the device (here: the test) moves to the
+ * error state mid-run: the rail dies, heals through a new session, and
+ * every transfer completes with the right bytes. */
+Test(verbs_railset, one_rail_qp_in_error_mid_run_loses_nothing)
+{
+    enum { N = 48 };
+    const size_t chunk = 256 * 1024;
+    struct rt_env e;
+    rt_up(&e, RAILWIRE_DIALECT_RW, 1, N * chunk, 1, 8000);
+    unsigned char *local = aligned_alloc(4096, N * chunk);
+    cr_assert(local);
+    memset(local, 0, N * chunk);
+    railwire_mr *mr;
+    cr_assert_eq(railwire_mr_register(e.rs, local, N * chunk, &mr), 0);
+    railwire_op ops[N];
+    railwire_handle hs[N];
+    for (unsigned i = 0; i < N; i++)
+        ops[i] = (railwire_op){.opcode = RAILWIRE_OP_READ, .mr = mr, .local = local + i * chunk,
+                               .length = chunk, .remote_offset = i * chunk, .user_data = i};
+    cr_assert_eq(railwire_submit_batch(e.rs, ops, N, hs), N);
+    railwire_completion c[N];
+    int done = 0;
+    int64_t deadline = rw_now_ms() + 60000;
+    while (done < 2 && rw_now_ms() < deadline) {
+        int k = railwire_poll(e.rs, c + done, N - done);
+        cr_assert(k >= 0);
+        done += k;
+    }
+    struct rw_vep *ve = rw_container_of(e.rs->rails[0].ep, struct rw_vep, base);
+    struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+    cr_assert_eq(ibv_modify_qp(ve->qp, &a, IBV_QP_STATE), 0);
+    while (done < N && rw_now_ms() < deadline + 60000) {
+        int k = railwire_wait(e.rs, c + done, N - done, 5000);
+        if (k == RAILWIRE_E_TIMEOUT)
+            continue;
+        cr_assert(k > 0, "wait: %s", railwire_strerror(k));
+        done += k;
+    }
+    cr_assert_eq(done, N, "only %d of %d transfers completed", done, N);
+    for (int j = 0; j < N; j++)
+        cr_assert_eq(c[j].status, 0, "transfer %llu failed: %s", (unsigned long long)c[j].user_data,
+                     railwire_strerror(c[j].status));
+    cr_assert(memcmp(local, e.mem, N * chunk) == 0, "the bytes differ after the heal");
+    railwire_rail_stats st;
+    cr_assert_eq(railwire_railset_stats(e.rs, &st, 1), 1);
+    cr_assert_eq(st.state, RAILWIRE_RAIL_UP);
+    cr_assert_geq(st.heals, 1, "the rail never went down and healed");
+    cr_log_info("QP in ERR: %llu heal(s), session %u, %llu slice(s) re-issued",
+                (unsigned long long)st.heals, st.session, (unsigned long long)st.reissued);
+    railwire_mr_deregister(mr);
+    free(local);
     rt_down(&e);
 }
