@@ -24,8 +24,6 @@ set(CPACK_PACKAGE_NAME railwire)
 set(CPACK_PACKAGE_VENDOR railwire)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT ${RAILWIRE_DEB_MAINTAINER})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "striped one-sided memory transfers over several network rails")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_STRIP_FILES ON)
 set(CPACK_COMPONENTS_ALL lib dev tools)
@@ -33,15 +31,17 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${RAILWIRE_DEB_RELEASE})
 # Runtime dependencies from the ELF files (dpkg-shlibdeps), and a shlibs
-# file so that packages built against librailwire0 depend on it.
+# file so that packages built against librailwire0 depend on it.  CPack
+# gives librailwire0 a postinst/postrm that run ldconfig.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME ${RAILWIRE_DEB_NAME_lib})
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-string(CONCAT CPACK_COMPONENT_LIB_DESCRIPTION
-  "railwire shared library: striped memory transfers over several rails\n"
+# Descriptions: the first line is the package's synopsis.
+string(CONCAT CPACK_DEBIAN_LIB_DESCRIPTION
+  "striped memory transfers over several network rails (shared library)\n"
   "A client brings up N parallel reliable connections across N NICs and every\n"
   "one-sided READ or WRITE is striped across them, with failover when a rail\n"
   "dies.  Runs on RDMA (libibverbs) or a software transport over TCP.")
@@ -55,8 +55,8 @@ endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME ${RAILWIRE_DEB_NAME_dev})
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ${_dev_depends})
-string(CONCAT CPACK_COMPONENT_DEV_DESCRIPTION
-  "railwire development files\n"
+string(CONCAT CPACK_DEBIAN_DEV_DESCRIPTION
+  "striped memory transfers over several network rails (development files)\n"
   "Headers, the static library, and the CMake (find_package(railwire CONFIG))\n"
   "and pkg-config (railwire.pc) files for building against librailwire.")
 
@@ -66,7 +66,7 @@ string(CONCAT CPACK_COMPONENT_DEV_DESCRIPTION
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME ${RAILWIRE_DEB_NAME_tools})
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${RAILWIRE_DEB_NAME_lib} (= ${_deb_version})")
-string(CONCAT CPACK_COMPONENT_TOOLS_DESCRIPTION
+string(CONCAT CPACK_DEBIAN_TOOLS_DESCRIPTION
   "railwire command-line tool, systemd unit and man pages\n"
   "railwire serve publishes read-only layers or a read-write arena;\n"
   "railwire bench measures striped READ/WRITE throughput; railwire decode and\n"
