@@ -72,4 +72,8 @@ string(CONCAT CPACK_DEBIAN_TOOLS_DESCRIPTION
   "railwire bench measures striped READ/WRITE throughput; railwire decode and\n"
   "railwire devices help debug handshakes and RDMA ports.")
 
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  message(STATUS "railwire: CPack packages of this tree would install under "
+                 "${CMAKE_INSTALL_PREFIX}; Debian packages come from packaging/build-debs.sh")
+endif()
 include(CPack)
