@@ -33,8 +33,9 @@ int rw_log_rl_admit(struct rw_log_rl *rl, uint64_t now_ns, unsigned long *suppre
     return ok;
 }
 
-static void log_rl_v(struct rw_log_rl *rl, uint64_t now_ns, enum railwire_log_level level,
-                     const char *fmt, va_list ap)
+static void __attribute__((format(printf, 4, 0)))
+log_rl_v(struct rw_log_rl *rl, uint64_t now_ns, enum railwire_log_level level, const char *fmt,
+         va_list ap)
 {
     char msg[RW_LOG_MSG_MAX];
     unsigned long suppressed;
