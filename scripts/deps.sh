@@ -7,10 +7,13 @@
 #   python3: the independent handshake peer used by the end-to-end tests
 #   iproute2, nftables: network-namespace fault tests (rail reset / packet drop)
 #   qemu-system-x86, busybox-static: the soft-RoCE VM that runs the verbs suite
+#   help2man, groff-base, man-db, gzip: the man pages (built from --help) and their checks
+#   systemd: `systemd-analyze verify` on the unit (no running systemd needed)
+#   dpkg-dev, file: the Debian packages (cpack's dpkg-shlibdeps, dpkg-buildflags)
 set -euo pipefail
 pkgs=(cmake make gcc clang pkg-config libcriterion-dev libibverbs-dev ibverbs-providers
       rdma-core ibverbs-utils perftest python3 iproute2 nftables qemu-system-x86 busybox-static
-      libclang-rt-14-dev)
+      libclang-rt-14-dev help2man groff-base man-db gzip systemd dpkg-dev file)
 missing=()
 for p in "${pkgs[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")

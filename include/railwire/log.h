@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Logging.  By default railwire writes warnings and errors to stderr; the
  * level can be set with RAILWIRE_LOG=error|warn|info|debug or with
- * railwire_log_set_level(), and the sink replaced with railwire_log_set_sink(). */
+ * railwire_log_set_level(), and the sink replaced with railwire_log_set_sink().
+ * RAILWIRE_LOG_FORMAT=json makes the default stderr output one JSON object
+ * per line (docs/logging.md); a sink always receives the plain message. */
 #ifndef RAILWIRE_LOG_H
 #define RAILWIRE_LOG_H
 

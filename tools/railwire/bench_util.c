@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/log_json.h"
+
 int tool_parse_size(const char *s, const char *what, int allow_zero, uint64_t *out)
 {
     char *end;
@@ -188,6 +190,12 @@ void tool_log_sink(enum railwire_log_level level, const char *msg, void *user)
     char when[32];
 
     clock_gettime(CLOCK_REALTIME, &ts);
+    if (rw_log_format_json()) { /* RAILWIRE_LOG_FORMAT=json */
+        char line[RW_LOG_JSON_MAX];
+        fwrite(line, 1, rw_log_json_line(line, sizeof(line), &ts, level, msg), f);
+        fflush(f);
+        return;
+    }
     gmtime_r(&ts.tv_sec, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
     fprintf(f, "%s.%03ldZ %-5s %s\n", when, ts.tv_nsec / 1000000L,

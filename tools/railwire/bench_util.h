@@ -36,7 +36,8 @@ int tool_parse_transport(const char *s, enum railwire_transport *out);
 void tool_format_size(char *buf, size_t cap, uint64_t bytes);
 
 /* A railwire_log_fn that writes "2026-01-01T12:00:00.123Z LEVEL msg" lines to
- * the FILE* passed as `user` (stderr when NULL). */
+ * the FILE* passed as `user` (stderr when NULL); with RAILWIRE_LOG_FORMAT=json,
+ * one JSON object per line instead (src/common/log_json.h). */
 void tool_log_sink(enum railwire_log_level level, const char *msg, void *user);
 
 /* Sets the library log level from RAILWIRE_LOG if it is set, else `dflt`. */

@@ -16,9 +16,18 @@ static const char usage[] =
     "  bench    measure striped READ/WRITE throughput and latency against a server\n"
     "  devices  list RDMA devices, ports and GIDs, and the GID railwire would use\n"
     "\n"
+    "options:\n"
+    "  -h, --help     this text\n"
+    "  --version      print the version and exit\n"
+    "\n"
     "Run `railwire COMMAND --help` for a command's options.\n"
     "Environment: RAILWIRE_TRANSPORT=tcp|verbs, RAILWIRE_DEVICES=dev[:port],...,\n"
-    "RAILWIRE_GID_INDEX=N, RAILWIRE_MTU=BYTES, RAILWIRE_LOG=error|warn|info|debug.\n";
+    "RAILWIRE_GID_INDEX=N, RAILWIRE_MTU=BYTES, RAILWIRE_LOG=error|warn|info|debug,\n"
+    "RAILWIRE_LOG_FORMAT=text|json; railwire(7) describes every variable.\n";
+
+#ifndef RAILWIRE_TOOL_VERSION
+#define RAILWIRE_TOOL_VERSION "unknown"
+#endif
 
 int main(int argc, char **argv)
 {
@@ -38,6 +47,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("railwire %s\n", RAILWIRE_TOOL_VERSION);
         return 0;
     }
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
