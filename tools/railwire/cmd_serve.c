@@ -350,9 +350,14 @@ int cmd_serve(int argc, char **argv)
         if (sigwait(&sigs, &sig) == 0)
             break;
     }
-    fprintf(stderr, "railwire serve: %s received, stopping (%u live session%s)\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", railwire_server_sessions(srv),
-            railwire_server_sessions(srv) == 1 ? "" : "s");
+    {
+        /* Through the log sink, so it is a log line in either format. */
+        char msg[128];
+        snprintf(msg, sizeof(msg), "railwire serve: %s received, stopping (%u live session%s)",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", railwire_server_sessions(srv),
+                 railwire_server_sessions(srv) == 1 ? "" : "s");
+        tool_log_sink(RAILWIRE_LOG_INFO, msg, stderr);
+    }
     railwire_server_destroy(srv);
     srv = NULL;
     rc = 0;
