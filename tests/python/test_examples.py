@@ -33,3 +33,12 @@ def test_kv_client_and_server_pair():
         if srv.poll() is None:
             srv.kill()
             srv.wait()
+
+
+def test_readme_python_example_runs():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=120)
+    assert p.returncode == 0, p.stdout.decode(errors="replace")
