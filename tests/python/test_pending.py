@@ -13,6 +13,17 @@ import pytest
 import railwire
 
 
+def wait_stopped(pid, timeout=10.0):
+    """SIGSTOP is asynchronous: waits until /proc says the process is stopped."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with open("/proc/%d/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.005)
+    raise AssertionError("process %d did not stop" % pid)
+
+
 @pytest.fixture
 def stopped(serve_rw):
     proc, addr = serve_rw()
@@ -20,6 +31,7 @@ def stopped(serve_rw):
     mr = rs.register(bytearray(1 << 20))
     rs.read(mr, 0, 1 << 20, 0)  # the server works
     os.kill(proc.pid, signal.SIGSTOP)
+    wait_stopped(proc.pid)
 
     def resume():
         os.kill(proc.pid, signal.SIGCONT)
