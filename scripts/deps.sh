@@ -10,10 +10,18 @@
 #   help2man, groff-base, man-db, gzip: the man pages (built from --help) and their checks
 #   systemd: `systemd-analyze verify` on the unit (no running systemd needed)
 #   dpkg-dev, file: the Debian packages (cpack's dpkg-shlibdeps, dpkg-buildflags)
+#   python3-dev, python3-setuptools, python3-numpy, python3-pytest, python3-pip: the
+#     Python package (python/) and its tests; RAILWIRE_WITH_TORCH=1 also installs
+#     python3-torch (about 140 MB to download, 600 MB installed, so not by default:
+#     without it the tensor test skips)
 set -euo pipefail
 pkgs=(cmake make gcc clang pkg-config libcriterion-dev libibverbs-dev ibverbs-providers
       rdma-core ibverbs-utils perftest python3 iproute2 nftables qemu-system-x86 busybox-static
-      libclang-rt-14-dev help2man groff-base man-db gzip systemd dpkg-dev file)
+      libclang-rt-14-dev help2man groff-base man-db gzip systemd dpkg-dev file
+      python3-dev python3-setuptools python3-numpy python3-pytest python3-pip)
+if [ "${RAILWIRE_WITH_TORCH:-0}" = 1 ]; then
+  pkgs+=(python3-torch)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+"""railwire.Server: publish Python memory to railwire clients."""
+from . import _railwire
+from .errors import InvalidArgument
+from ._args import dialect_value, transport_value, ms, split_hostport
+
+
+class Server:
+    """Serves read-only layers (dialect "ro") or one read-write arena
+    (dialect "rw") on a listening port, from background C threads (no GIL).
+
+    layers: RO, a list of 1..4096 buffers (numpy arrays, bytearrays, bytes,
+    mmaps of files, ...); layer i is layers[i].  arena: RW, one writable
+    buffer.  The server holds every buffer, and a reference to its object,
+    until close(); a client never touches memory after close() returns.
+
+    listen: "HOST:PORT" of the control port ("[::1]:0" for IPv6; port 0
+    picks a free one, see .address).  rail_addrs: tcp, the addresses rail
+    listeners bind to (rail i uses i mod n; default the listen host).
+    devices: verbs, "dev[:port]" names.  Caps: max_clients (concurrent
+    sessions, default 64), max_rails (rails per client, default 8),
+    max_bytes (create fails with LimitExceeded above it).  io_timeout
+    (seconds) bounds each handshake step.
+
+    Verbs note: a file mapped with mmap.ACCESS_READ is MAP_SHARED and some
+    kernels refuse to register it; map with mmap.ACCESS_COPY (private).
+    """
+
+    def __init__(self, dialect, *, listen="127.0.0.1:0", layers=None, arena=None,
+                 transport="auto", rail_addrs=None, max_clients=None, max_rails=None,
+                 max_bytes=None, io_timeout=None, devices=None, gid_index=None):
+        d = dialect_value(dialect)
+        host, port = split_hostport(listen, "listen")
+        if layers is not None:
+            layers = list(layers)
+        for name, v in (("max_clients", max_clients), ("max_rails", max_rails),
+                        ("max_bytes", max_bytes)):
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise InvalidArgument("%s must be a positive int or None (got %r)" % (name, v))
+        self._host = host
+        self._srv = _railwire._server_create(
+            dialect=d, transport=transport_value(transport), host=host, port=str(port),
+            layers=layers, arena=arena,
+            rail_addrs=None if rail_addrs is None else [str(a) for a in rail_addrs],
+            devices=None if devices is None else [str(a) for a in devices],
+            max_clients=max_clients or 0, max_rails=max_rails or 0, max_bytes=max_bytes or 0,
+            io_timeout_ms=0 if io_timeout is None else ms(io_timeout, "io_timeout"),
+            gid_index=-1 if gid_index is None else int(gid_index))
+        self.dialect = "rw" if d == _railwire.DIALECT_RW else "ro"
+
+    @property
+    def address(self):
+        """(host, port) of the control port, as clients pass to connect()."""
+        return (self._host, self._srv.port)
+
+    @property
+    def sessions(self):
+        """Number of live client sessions."""
+        return self._srv.sessions
+
+    @property
+    def closed(self):
+        return self._srv.closed
+
+    def close(self):
+        """Stops accepting, ends every session and releases the buffers.
+        Idempotent."""
+        self._srv.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self.closed:
+            return "<railwire.Server closed>"
+        return "<railwire.Server %s on %s:%d, %d session(s)>" % (
+            self.dialect, self._host, self._srv.port, self.sessions)

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/* The submitting side of Railset: submit_read/submit_write, submit_batch
+ * (one C call for the whole batch) and the synchronous read/write (submit,
+ * then wait for that handle alone). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ext.h"
+
+static const char *op_name(int opcode)
+{
+    return opcode == RAILWIRE_OP_READ ? "read" : "write";
+}
+
+/* A non-negative Python int as uint64 (InvalidArgument if negative). */
+static int to_u64(PyObject *o, const char *what, uint64_t *out)
+{
+    return rwpy_uint64(o, what, out);
+}
+
+/* Checks what the C railset would refuse, with a message naming the op.
+ * 0 or -1 with an exception set. */
+static int check_op(const rwpy_railset *self, const rwpy_mr *m, int opcode, uint64_t local_off,
+                    uint64_t length, uint64_t layer, const char *prefix)
+{
+    if (length == 0)
+        return rwpy_raise(RAILWIRE_E_INVALID, "%s%s of 0 bytes: length must be at least 1", prefix,
+                          op_name(opcode)), -1;
+    if (local_off > m->buf.len || length > m->buf.len - local_off)
+        return rwpy_raise(RAILWIRE_E_INVALID, "%s%s of %llu bytes at local offset %llu: outside the "
+                          "registered region of %zu bytes", prefix, op_name(opcode),
+                          (unsigned long long)length, (unsigned long long)local_off, m->buf.len), -1;
+    if (opcode == RAILWIRE_OP_READ && m->buf.readonly)
+        return rwpy_raise(RAILWIRE_E_INVALID, "%sread into a read-only region (register a writable "
+                          "buffer as a READ target)", prefix), -1;
+    if (layer > UINT32_MAX || (self->dialect == RAILWIRE_DIALECT_RO && layer >= self->n_layers))
+        return rwpy_raise(RAILWIRE_E_REMOTE_ACCESS, "%s%s from layer %llu: the server published %u "
+                          "layer(s)", prefix, op_name(opcode), (unsigned long long)layer,
+                          self->n_layers), -1;
+    return 0;
+}
+
+static int check_region(const rwpy_railset *self, const rwpy_mr *m)
+{
+    if (m->owner != self)
+        return rwpy_raise(RAILWIRE_E_INVALID, "the region was registered on another railset"), -1;
+    if (m->state != RWPY_MR_OPEN)
+        return rwpy_raise(RAILWIRE_E_CLOSED, "the region is closed"), -1;
+    return 0;
+}
+
+/* [lock] held by the caller: the C railset and the region are still open.
+ * Returns 0 or the code to raise. */
+static int usable(const rwpy_railset *self, const rwpy_mr *m)
+{
+    return self->rs && m->mr ? 0 : RAILWIRE_E_CLOSED;
+}
+
+/* Parses (mr, local_offset, length, remote_offset, *, layer, <last>) into
+ * *op; `last` receives the last keyword's object.  0 or -1. */
+static int parse_one(rwpy_railset *self, PyObject *args, PyObject *kw, const char *fname,
+                     const char *last_kw, int opcode, railwire_op *op, rwpy_mr **mrp, PyObject **last)
+{
+    char *kwlist[] = {"mr", "local_offset", "length", "remote_offset", "layer", (char *)last_kw, NULL};
+    char fmt[64];
+    PyObject *lo, *len, *ro, *layer = NULL;
+    rwpy_mr *m;
+    uint64_t vlo, vlen, vro, vlayer = 0;
+
+    snprintf(fmt, sizeof(fmt), "O!OOO|$OO:%s", fname);
+    *last = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &rwpy_mr_type, &m, &lo, &len, &ro, &layer,
+                                     last))
+        return -1;
+    if (to_u64(lo, "local_offset", &vlo) < 0 || to_u64(len, "length", &vlen) < 0 ||
+        to_u64(ro, "remote_offset", &vro) < 0 || (layer && to_u64(layer, "layer", &vlayer) < 0))
+        return -1;
+    if (check_region(self, m) < 0 || check_op(self, m, opcode, vlo, vlen, vlayer, "") < 0)
+        return -1;
+    memset(op, 0, sizeof(*op));
+    op->opcode = (enum railwire_opcode)opcode;
+    op->local = (char *)m->buf.addr + vlo;
+    op->length = (size_t)vlen;
+    op->layer = (uint32_t)vlayer;
+    op->remote_offset = vro;
+    *mrp = m;
+    return 0;
+}
+
+/* Submits *op on m, linking w (if any) as its waiter under the same lock
+ * hold so no other thread can take its completion first.  Returns 0 or a
+ * code. */
+static int submit_locked(rwpy_railset *self, rwpy_mr *m, railwire_op *op, railwire_handle *h,
+                         struct rwpy_waiter *w)
+{
+    int rc;
+
+    Py_BEGIN_ALLOW_THREADS
+    rwpy_rslock_acquire(&self->lock);
+    rc = usable(self, m);
+    if (rc == 0 && rwpy_compq_reserve(&self->q, self->q.len + self->inflight + 1) < 0)
+        rc = RAILWIRE_E_NOMEM;
+    if (rc == 0) {
+        op->mr = m->mr;
+        rc = railwire_submit(self->rs, op, h);
+    }
+    if (rc == 0) {
+        self->inflight++;
+        if (w) {
+            w->handle = *h;
+            w->done = 0;
+            w->next = self->waiters;
+            self->waiters = w;
+            self->n_waiters++;
+        }
+    }
+    rwpy_rslock_release(&self->lock);
+    Py_END_ALLOW_THREADS
+    return rc;
+}
+
+static PyObject *submit_one(rwpy_railset *self, PyObject *args, PyObject *kw, int opcode)
+{
+    railwire_op op;
+    railwire_handle h;
+    rwpy_mr *m;
+    PyObject *ud = NULL;
+    uint64_t vud = 0;
+
+    if (parse_one(self, args, kw, opcode == RAILWIRE_OP_READ ? "submit_read" : "submit_write",
+                  "user_data", opcode, &op, &m, &ud) < 0)
+        return NULL;
+    if (ud && to_u64(ud, "user_data", &vud) < 0)
+        return NULL;
+    op.user_data = vud;
+    int rc = submit_locked(self, m, &op, &h, NULL);
+    if (rc < 0)
+        return rwpy_raise(rc, "submit %s of %zu bytes (layer %u, remote offset %llu)",
+                          op_name(opcode), op.length, op.layer, (unsigned long long)op.remote_offset);
+    return PyLong_FromUnsignedLongLong(h);
+}
+
+PyObject *rwpy_railset_submit_read(rwpy_railset *self, PyObject *args, PyObject *kw)
+{
+    return submit_one(self, args, kw, RAILWIRE_OP_READ);
+}
+
+PyObject *rwpy_railset_submit_write(rwpy_railset *self, PyObject *args, PyObject *kw)
+{
+    return submit_one(self, args, kw, RAILWIRE_OP_WRITE);
+}
+
+static PyObject *sync_op(rwpy_railset *self, PyObject *args, PyObject *kw, int opcode)
+{
+    railwire_op op;
+    railwire_handle h;
+    rwpy_mr *m;
+    PyObject *to = NULL;
+    double timeout = RWPY_MAX_WAIT_S;
+    struct rwpy_waiter w;
+
+    if (parse_one(self, args, kw, op_name(opcode), "timeout", opcode, &op, &m, &to) < 0)
+        return NULL;
+    if (to && to != Py_None) {
+        timeout = PyFloat_AsDouble(to);
+        if (timeout == -1.0 && PyErr_Occurred())
+            return NULL;
+        if (!(timeout >= 0))
+            return rwpy_raise(RAILWIRE_E_INVALID, "timeout must be None or >= 0 seconds");
+        if (timeout > RWPY_MAX_WAIT_S)
+            timeout = RWPY_MAX_WAIT_S;
+    }
+    memset(&w, 0, sizeof(w));
+    int rc = submit_locked(self, m, &op, &h, &w);
+    if (rc == 0)
+        rc = rwpy_wait_own(self, &w, timeout);
+    if (rc == -1)
+        return NULL; /* KeyboardInterrupt (or another signal handler's exception) */
+    if (rc < 0) {
+        PyObject *r = rwpy_raise(rc, "%s of %zu bytes (layer %u, remote offset %llu)%s",
+                                 op_name(opcode), op.length, op.layer,
+                                 (unsigned long long)op.remote_offset,
+                                 rc == RAILWIRE_E_TIMEOUT ? "; it stays pending and a later "
+                                 "poll()/wait() returns its completion" : "");
+        if (rc == RAILWIRE_E_TIMEOUT && w.handle) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyErr_NormalizeException(&et, &ev, &tb);
+            PyObject *hv = PyLong_FromUnsignedLongLong(w.handle);
+            if (hv && ev)
+                PyObject_SetAttrString(ev, "handle", hv);
+            Py_XDECREF(hv);
+            PyErr_Clear();
+            PyErr_Restore(et, ev, tb);
+        }
+        return r;
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject *rwpy_railset_read(rwpy_railset *self, PyObject *args, PyObject *kw)
+{
+    return sync_op(self, args, kw, RAILWIRE_OP_READ);
+}
+
+PyObject *rwpy_railset_write(rwpy_railset *self, PyObject *args, PyObject *kw)
+{
+    return sync_op(self, args, kw, RAILWIRE_OP_WRITE);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The fields of the batch in ops[0..n), from the Python arguments.  0 or -1. */
+static int fill_batch(rwpy_railset *self, rwpy_mr *m, int opcode, PyObject *lo, PyObject *ro,
+                      PyObject *lens, PyObject *layers, PyObject *ud, size_t n, railwire_op *ops,
+                      uint64_t *tmp)
+{
+    for (size_t i = 0; i < n; i++) {
+        ops[i].opcode = (enum railwire_opcode)opcode;
+        ops[i].user_data = i;
+    }
+    if (rwpy_uint64_array(ro, "remote_offsets", 0, n, tmp) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        ops[i].remote_offset = tmp[i];
+    if (layers != Py_None) {
+        if (rwpy_uint64_array(layers, "layers", 1, n, tmp) < 0)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            if (tmp[i] > UINT32_MAX)
+                tmp[i] = UINT32_MAX; /* check_op below names it */
+            ops[i].layer = (uint32_t)tmp[i];
+        }
+    }
+    if (ud != Py_None) {
+        if (rwpy_uint64_array(ud, "user_data", 1, n, tmp) < 0)
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            ops[i].user_data = tmp[i];
+    }
+    if (rwpy_uint64_array(lens, "lengths", 1, n, tmp) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        ops[i].length = (size_t)tmp[i];
+    if (rwpy_uint64_array(lo, "local_offsets", 0, n, tmp) < 0)
+        return -1;
+    char prefix[48];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(prefix, sizeof(prefix), "op %zu: ", i);
+        if (check_op(self, m, opcode, tmp[i], ops[i].length, ops[i].layer, prefix) < 0)
+            return -1;
+        ops[i].local = (char *)m->buf.addr + tmp[i];
+    }
+    return 0;
+}
+
+PyObject *rwpy_railset_submit_batch(rwpy_railset *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"opcode", "mr", "local_offsets", "remote_offsets", "lengths", "layers",
+                             "user_data", NULL};
+    int opcode;
+    rwpy_mr *m;
+    PyObject *lo, *ro, *lens, *layers = Py_None, *ud = Py_None, *result = NULL;
+    railwire_op *ops = NULL;
+    railwire_handle *handles = NULL;
+    uint64_t *tmp = NULL;
+    int rc = 0, got = 0;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iO!OOO|$OO:submit_batch", kwlist, &opcode,
+                                     &rwpy_mr_type, &m, &lo, &ro, &lens, &layers, &ud))
+        return NULL;
+    if (opcode != RAILWIRE_OP_READ && opcode != RAILWIRE_OP_WRITE)
+        return rwpy_raise(RAILWIRE_E_INVALID, "opcode %d: use railwire.READ or railwire.WRITE", opcode);
+    if (check_region(self, m) < 0)
+        return NULL;
+    Py_ssize_t n = rwpy_array_len(lo, "local_offsets");
+    if (n < 0)
+        return NULL;
+    if (n == 0)
+        return PyList_New(0);
+    if ((size_t)n > INT32_MAX)
+        return rwpy_raise(RAILWIRE_E_INVALID, "a batch holds at most %d transfers", INT32_MAX);
+    ops = PyMem_Calloc((size_t)n, sizeof(*ops));
+    handles = PyMem_Calloc((size_t)n, sizeof(*handles));
+    tmp = PyMem_Calloc((size_t)n, sizeof(*tmp));
+    if (!ops || !handles || !tmp) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (fill_batch(self, m, opcode, lo, ro, lens, layers, ud, (size_t)n, ops, tmp) < 0)
+        goto out;
+    Py_BEGIN_ALLOW_THREADS
+    rwpy_rslock_acquire(&self->lock);
+    rc = usable(self, m);
+    if (rc == 0 && rwpy_compq_reserve(&self->q, self->q.len + self->inflight + (size_t)n) < 0)
+        rc = RAILWIRE_E_NOMEM;
+    if (rc == 0) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            ops[i].mr = m->mr;
+        uint64_t t0 = now_ns();
+        got = railwire_submit_batch(self->rs, ops, (size_t)n, handles);
+        self->last_batch_c_ns = now_ns() - t0;
+        if (got > 0)
+            self->inflight += (size_t)got;
+    }
+    rwpy_rslock_release(&self->lock);
+    Py_END_ALLOW_THREADS
+    if (rc == 0 && got < 0)
+        rc = got;
+    if (rc < 0) {
+        rwpy_raise(rc, "submit_batch of %zd %ss (nothing was submitted)", n, op_name(opcode));
+        goto out;
+    }
+    result = PyList_New(got);
+    for (int i = 0; result && i < got; i++) {
+        PyObject *h = PyLong_FromUnsignedLongLong(handles[i]);
+        if (!h)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, h);
+    }
+    if (result && got < n) {
+        /* Not expected (the arguments were checked above); the submitted
+         * transfers are real, so hand their handles over with the error. */
+        rwpy_raise(RAILWIRE_E_INVALID, "submit_batch: only %d of %zd %ss were submitted (op %d was "
+                   "refused; the log says why); the error's .handles lists the submitted ones",
+                   got, n, op_name(opcode), got);
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyErr_NormalizeException(&et, &ev, &tb);
+        PyObject *idx = PyLong_FromLong(got);
+        if (ev && idx) {
+            PyObject_SetAttrString(ev, "handles", result);
+            PyObject_SetAttrString(ev, "index", idx);
+        }
+        Py_XDECREF(idx);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+        Py_CLEAR(result);
+    }
+out:
+    PyMem_Free(ops);
+    PyMem_Free(handles);
+    PyMem_Free(tmp);
+    return result;
+}
