@@ -30,7 +30,12 @@ PyObject *rwpy_rail_stats_to_dict(const railwire_rail_stats *s)
         put(d, "reissued", PyLong_FromUnsignedLongLong(s->reissued)) < 0 ||
         put(d, "down_reason", PyLong_FromLong(s->down_reason)) < 0 ||
         put(d, "down_error", s->down_reason ? PyUnicode_FromString(railwire_error_class(s->down_reason))
-                                            : Py_NewRef(Py_None)) < 0) {
+                                            : Py_NewRef(Py_None)) < 0 ||
+        put(d, "last_down_reason", PyLong_FromLong(s->last_down_reason)) < 0 ||
+        put(d, "heals", PyLong_FromUnsignedLongLong(s->heals)) < 0 ||
+        put(d, "heal_attempts", PyLong_FromUnsignedLongLong(s->heal_attempts)) < 0 ||
+        put(d, "session", PyLong_FromUnsignedLong(s->session)) < 0 ||
+        put(d, "control_up", PyBool_FromLong(s->control_up)) < 0) {
         Py_DECREF(d);
         return NULL;
     }
