@@ -5,9 +5,10 @@
 #      consumer suites (ctest); the verbs suites skip here without RDMA devices
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build: the same suites
 #      (LeakSanitizer included)
-#   3. libFuzzer harnesses, briefly (tests/fuzz/run.sh --seconds N for longer)
-#   4. the verbs suite and benchmark inside a soft-RoCE (rdma_rxe) VM
-# Skip stages with RAILWIRE_SKIP=asan,fuzz,vm (comma list) for a quick local run.
+#   3. ThreadSanitizer build: the multi-threaded railset suite (tests/threads)
+#   4. libFuzzer harnesses, briefly (tests/fuzz/run.sh --seconds N for longer)
+#   5. the verbs suite and benchmark inside a soft-RoCE (rdma_rxe) VM
+# Skip stages with RAILWIRE_SKIP=asan,tsan,fuzz,vm (comma list) for a quick local run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh || exit 1
@@ -46,6 +47,16 @@ sanitizer_stage() {
 }
 case $skip in *,asan,*) ;; *)
   stage asan-ubsan sanitizer_stage ;;
+esac
+tsan_stage() {
+  # Criterion does not start under TSan: tests/threads holds plain programs.
+  cmake -S . -B build-tsan -DRAILWIRE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DRAILWIRE_TSAN=ON &&
+    cmake --build build-tsan -j"$jobs" --target railset_threads &&
+    ctest --test-dir build-tsan -L threads --output-on-failure --timeout 900
+}
+case $skip in *,tsan,*) ;; *)
+  stage tsan tsan_stage ;;
 esac
 case $skip in *,fuzz,*) ;; *)
   stage fuzz bash tests/fuzz/run.sh --build-dir build-fuzz --seconds "${RAILWIRE_FUZZ_SECONDS:-10}" ;;

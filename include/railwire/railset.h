@@ -13,11 +13,20 @@
  * connection is one liveness signal among several, never the reason a
  * working rail dies.
  *
- * Threading: one railset may be used from one thread at a time (submit, poll
- * and wait from the same thread, or serialise them); different railsets are
- * independent.  Healing runs its blocking work (connect, handshake, rail
- * bring-up, probe) in one background thread per railset, started when the
- * first rail is lost, so submit, poll and wait never block on it. */
+ * Threading: a railset is thread-safe.  railwire_submit,
+ * railwire_submit_batch, railwire_poll, railwire_wait, railwire_read,
+ * railwire_write, railwire_mr_register/deregister and
+ * railwire_railset_stats may be called on one railset from any number of
+ * threads at once.  Every completion is delivered exactly once: a transfer
+ * of railwire_read/railwire_write is only ever returned to the helper that
+ * submitted it (another thread's poll or wait never takes it), and a
+ * transfer of railwire_submit/_batch to exactly one poll or wait, in any
+ * thread.  railwire_railset_close must not run concurrently with any other
+ * call on the same railset.  Memory registration runs without blocking the
+ * other threads' transfers.  Healing runs its blocking work (connect,
+ * handshake, rail bring-up, probe) in one background thread per railset,
+ * started when the first rail is lost, so submit, poll and wait never block
+ * on it. */
 #ifndef RAILWIRE_RAILSET_H
 #define RAILWIRE_RAILSET_H
 

@@ -502,7 +502,7 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
         m->staged = NULL;
     }
     rs->ops->ep_destroy(r->ep);
-    rs->ops->domain_close(r->dom);
+    rw_rail_retire_domain(rs, r->dom);
     free(r->remote);
     rw_rsess_unuse(rs, r->sess);
     r->dom = res->dom[i];

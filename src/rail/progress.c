@@ -2,11 +2,16 @@
 /* Progress: poll every live rail, account completions per transfer and per
  * rail, and deliver finished transfers through railwire_poll/railwire_wait.
  * Waiting sleeps in poll() on the eps' wait fds after arming them, bounded
- * by the caller's timeout and by the next op-timeout deadline. */
+ * by the caller's timeout and by the next op-timeout deadline.  Several
+ * threads may wait at once: one of them (the poller) sleeps in poll() with
+ * the railset's lock released, the others on the railset's condition
+ * variable (see struct railwire_railset). */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/time.h"
@@ -49,6 +54,7 @@ void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
         rs->done_head = x;
     rs->done_tail = x;
     rs->n_done++;
+    rs->done_gen++;
 }
 
 void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
@@ -160,24 +166,52 @@ static void done_unlink(railwire_railset *rs, struct rw_xfer *x)
 static int deliver(railwire_railset *rs, railwire_completion *out, int max)
 {
     int n = 0;
-    while (n < max && rs->done_head) {
-        struct rw_xfer *x = rs->done_head;
-        done_unlink(rs, x);
-        out[n].handle = x->handle;
-        out[n].user_data = x->op.user_data;
-        out[n].status = x->status;
-        out[n].length = x->op.length;
-        rw_xfer_free(x);
-        n++;
+    struct rw_xfer *x = rs->done_head;
+    while (n < max && x) {
+        struct rw_xfer *nx = x->next;
+        if (!x->sync_owned) {
+            /* A synchronous helper's transfer is its own: never taken here. */
+            done_unlink(rs, x);
+            out[n].handle = x->handle;
+            out[n].user_data = x->op.user_data;
+            out[n].status = x->status;
+            out[n].length = x->op.length;
+            rw_xfer_free(x);
+            rs->n_async--;
+            n++;
+        }
+        x = nx;
     }
     return n;
 }
 
-/* Sleeps until a rail may have completions, at most ms milliseconds.
- * Returns the number of completions processed while arming. */
+/* A follower's wait: on the condition variable until transfers finish, the
+ * poller steps down, or ms pass. */
+static void follow(railwire_railset *rs, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    rs->waiters++;
+    pthread_cond_timedwait(&rs->cond, &rs->lock, &ts);
+    rs->waiters--;
+}
+
+/* With the lock held: sleeps until a rail may have completions, at most ms
+ * milliseconds, and returns with the lock held.  Returns the number of
+ * completions processed while arming. */
 static int sleep_on_rails(railwire_railset *rs, int ms)
 {
-    struct pollfd pfd[RAILWIRE_MAX_RAILS + 1];
+    if (rs->poller) {
+        follow(rs, ms);
+        return 0;
+    }
+    struct pollfd pfd[RAILWIRE_MAX_RAILS + 2];
     nfds_t n = 0;
     int busy = rs->pending.head != NULL && rs->n_live > 0, outstanding = 0;
     int64_t now = rw_now_ms();
@@ -231,13 +265,32 @@ static int sleep_on_rails(railwire_railset *rs, int ms)
         return got;
     if (busy && ms > 1)
         ms = 1;
+    if (rs->kick_fd >= 0) {
+        pfd[n].fd = rs->kick_fd;
+        pfd[n].events = POLLIN;
+        pfd[n].revents = 0;
+        n++;
+    }
+    rs->poller = 1;
+    rs_notify(rs);
+    rs->poller_gen = rs->done_gen;
+    pthread_mutex_unlock(&rs->lock);
     if (n == 0 && ms > 0) {
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
-        return 0;
-    }
-    if (poll(pfd, n, ms) < 0 && errno != EINTR)
+    } else if (poll(pfd, n, ms) < 0 && errno != EINTR) {
         rw_debug("progress: poll failed: %s", strerror(errno));
+    }
+    pthread_mutex_lock(&rs->lock);
+    rs->poller = 0;
+    if (rs->kick_fd >= 0) {
+        uint64_t v;
+        if (read(rs->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            rw_debug("progress: reading the kick eventfd failed: %s", strerror(errno));
+    }
+    /* Let a follower take over the polling if it still waits. */
+    if (rs->waiters)
+        pthread_cond_broadcast(&rs->cond);
     return 0;
 }
 
@@ -245,8 +298,16 @@ int railwire_poll(railwire_railset *rs, railwire_completion *out, int max)
 {
     if (!rs || max < 0 || (max > 0 && !out))
         return RAILWIRE_E_INVALID;
+    rs_lock(rs);
     rw_progress(rs);
-    return deliver(rs, out, max);
+    int n = deliver(rs, out, max);
+    int others = rs->waiters > 0;
+    rs_unlock(rs);
+    /* A caller that polls in a loop must not starve the threads that wait
+     * for the lock or for their completions: give way when it got nothing. */
+    if (n == 0 && (others || atomic_load_explicit(&rs->lock_waiters, memory_order_relaxed)))
+        sched_yield();
+    return n;
 }
 
 int railwire_wait(railwire_railset *rs, railwire_completion *out, int max, int timeout_ms)
@@ -256,17 +317,23 @@ int railwire_wait(railwire_railset *rs, railwire_completion *out, int max, int t
     if (timeout_ms < 0 || timeout_ms > RW_MAX_WAIT_MS)
         timeout_ms = RW_MAX_WAIT_MS;
     int64_t deadline = rw_now_ms() + timeout_ms;
+    int rc;
+    rs_lock(rs);
     for (;;) {
         rw_progress(rs);
-        if (rs->done_head)
-            return deliver(rs, out, max);
+        rc = deliver(rs, out, max);
+        if (rc > 0)
+            break;
         int left = rw_ms_left(deadline);
-        if (left == 0)
-            return RAILWIRE_E_TIMEOUT;
-        if (!rs->active_head)
-            return RAILWIRE_E_TIMEOUT; /* nothing can complete: do not sleep for nothing */
+        /* Nothing this call could deliver is pending: do not sleep for nothing. */
+        if (left == 0 || rs->n_async == 0) {
+            rc = RAILWIRE_E_TIMEOUT;
+            break;
+        }
         sleep_on_rails(rs, left);
     }
+    rs_unlock(rs);
+    return rc;
 }
 
 /* Submits one transfer and waits for it alone; other completions stay queued. */
@@ -276,26 +343,42 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
     railwire_op op = {.opcode = opc, .mr = mr, .local = local, .length = length,
                       .layer = layer, .remote_offset = remote_offset};
     railwire_handle h;
-    int rc = railwire_submit(rs, &op, &h);
-    if (rc < 0)
+    if (!rs)
+        return RAILWIRE_E_INVALID;
+    rs_lock(rs);
+    int rc = rw_submit_locked(rs, &op, 1, &h);
+    if (rc < 0) {
+        rs_unlock(rs);
         return rc;
+    }
     if (timeout_ms < 0 || timeout_ms > RW_MAX_WAIT_MS)
         timeout_ms = RW_MAX_WAIT_MS;
     int64_t deadline = rw_now_ms() + timeout_ms;
     for (;;) {
-        for (struct rw_xfer *x = rs->done_head; x; x = x->next) {
-            if (x->handle == h) {
-                done_unlink(rs, x);
-                rc = x->status;
-                rw_xfer_free(x);
-                return rc;
-            }
+        struct rw_xfer *x;
+        for (x = rs->done_head; x; x = x->next)
+            if (x->handle == h)
+                break;
+        if (x) {
+            done_unlink(rs, x);
+            rc = x->status;
+            rw_xfer_free(x);
+            break;
         }
         int left = rw_ms_left(deadline);
         if (left == 0) {
+            /* Still pending: it completes later and is delivered by
+             * poll/wait like any other transfer. */
+            for (x = rs->active_head; x; x = x->next)
+                if (x->handle == h) {
+                    x->sync_owned = 0;
+                    rs->n_async++;
+                    break;
+                }
             rw_warn("transfer %llu did not finish within %d ms; it stays pending",
                     (unsigned long long)h, timeout_ms);
-            return RAILWIRE_E_TIMEOUT;
+            rc = RAILWIRE_E_TIMEOUT;
+            break;
         }
         /* Sleep only if this round finished nothing: a transfer failed by
          * the op timeout or a failed post finishes with no completion
@@ -304,6 +387,8 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
         if (rw_progress(rs) == 0 && rs->n_done == done_before)
             sleep_on_rails(rs, left);
     }
+    rs_unlock(rs);
+    return rc;
 }
 
 int railwire_read(railwire_railset *rs, railwire_mr *mr, void *local, size_t length, uint32_t layer,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,6 +29,50 @@ void railwire_railset_opts_init(railwire_railset_opts *o)
     o->heal_backoff_min_ms = RW_DEFAULT_HEAL_BACKOFF_MIN_MS;
     o->heal_backoff_max_ms = RW_DEFAULT_HEAL_BACKOFF_MAX_MS;
     o->heal_stable_ms = RW_DEFAULT_HEAL_STABLE_MS;
+}
+
+void rs_lock(railwire_railset *rs)
+{
+    if (pthread_mutex_trylock(&rs->lock) == 0)
+        return;
+    /* Contended: let busy pollers see that someone waits for the lock. */
+    atomic_fetch_add_explicit(&rs->lock_waiters, 1, memory_order_relaxed);
+    pthread_mutex_lock(&rs->lock);
+    atomic_fetch_sub_explicit(&rs->lock_waiters, 1, memory_order_relaxed);
+}
+
+void rs_notify(railwire_railset *rs)
+{
+    if (rs->done_gen == rs->notified_gen)
+        return;
+    rs->notified_gen = rs->done_gen;
+    if (rs->waiters)
+        pthread_cond_broadcast(&rs->cond);
+}
+
+void rs_unlock(railwire_railset *rs)
+{
+    rs_notify(rs);
+    if (rs->poller && rs->poller_gen != rs->done_gen && rs->kick_fd >= 0) {
+        /* Another thread finished transfers while the poller sleeps: one of
+         * them may be what the poller waits for. */
+        uint64_t one = 1;
+        rs->poller_gen = rs->done_gen;
+        if (write(rs->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+            rw_debug("railset: cannot kick the poller: %s", strerror(errno));
+    }
+    pthread_mutex_unlock(&rs->lock);
+}
+
+/* A condition variable on CLOCK_MONOTONIC (the clock of every deadline). */
+static int cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+    if (pthread_condattr_init(&a))
+        return -1;
+    int rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) || pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+    return rc ? -1 : 0;
 }
 
 struct rw_rsess *rw_rsess_add(railwire_railset *rs, int fd)
@@ -129,6 +174,13 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     railwire_railset *rs = calloc(1, sizeof(*rs));
     if (!rs)
         goto nomem;
+    rs->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (pthread_mutex_init(&rs->lock, NULL) || cond_init_monotonic(&rs->cond)) {
+        if (rs->kick_fd >= 0)
+            close(rs->kick_fd);
+        free(rs);
+        goto nomem;
+    }
     rs->ops = ops;
     rs->reg_multi = ops->mr_reg_multi;
     rs->dialect = o->dialect;
@@ -181,6 +233,10 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
 nomem_rs:
     for (unsigned i = 0; i < n; i++)
         free(rs->rails[i].remote);
+    pthread_cond_destroy(&rs->cond);
+    pthread_mutex_destroy(&rs->lock);
+    if (rs->kick_fd >= 0)
+        close(rs->kick_fd);
     free(rs);
 nomem:
     rw_err("railset: out of memory");
@@ -212,11 +268,8 @@ void railwire_railset_close(railwire_railset *rs)
     for (unsigned i = 0; i < rs->n_rails; i++)
         if (rs->rails[i].ep)
             rs->ops->ep_destroy(rs->rails[i].ep);
-    while (rs->mrs) {
-        struct railwire_mr *m = rs->mrs;
-        m->users = 0;
-        railwire_mr_deregister(m);
-    }
+    while (rs->mrs)
+        rw_mr_release(rs->mrs);
     for (unsigned i = 0; i < rs->n_rails; i++) {
         if (rs->rails[i].dom)
             rs->ops->domain_close(rs->rails[i].dom);
@@ -229,6 +282,10 @@ void railwire_railset_close(railwire_railset *rs)
             close(sn->fd);
         free(sn);
     }
+    pthread_cond_destroy(&rs->cond);
+    pthread_mutex_destroy(&rs->lock);
+    if (rs->kick_fd >= 0)
+        close(rs->kick_fd);
     free(rs);
 }
 
@@ -251,7 +308,10 @@ int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out,
 {
     if (!rs || (!out && max))
         return RAILWIRE_E_INVALID;
+    railwire_railset *w = (railwire_railset *)(uintptr_t)rs; /* the lock is not part of the value */
+    rs_lock(w);
     for (unsigned i = 0; i < rs->n_rails && i < max; i++)
         out[i] = rs->rails[i].stats;
+    rs_unlock(w);
     return (int)rs->n_rails;
 }

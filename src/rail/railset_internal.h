@@ -10,6 +10,8 @@
 #ifndef RW_RAIL_RAILSET_INTERNAL_H
 #define RW_RAIL_RAILSET_INTERNAL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +66,7 @@ struct rw_xfer {
     railwire_handle handle;
     railwire_op op;
     int status;               /* first error of any slice, 0 while fine */
+    int sync_owned;           /* a synchronous helper waits for it: poll/wait never deliver it */
     size_t n_slices;
     size_t n_done;            /* slices finished (success or final error) */
     struct rw_slice *slices;  /* n_slices entries, owned */
@@ -100,6 +103,25 @@ struct railwire_mr {
 };
 
 struct railwire_railset {
+    /* Thread safety: every public function takes `lock` (rs_lock/rs_unlock)
+     * and the internal functions run with it held.  One waiting thread at a
+     * time (the poller) sleeps in poll() on the rails' fds with the lock
+     * released; the others wait on `cond` and are woken whenever transfers
+     * finish or the poller steps down.  A thread that finishes transfers
+     * while the poller sleeps kicks it through kick_fd, so no completion
+     * waits for the poller's timeout. */
+    pthread_mutex_t lock;
+    atomic_uint lock_waiters; /* threads blocked in rs_lock (contended only) */
+    pthread_cond_t cond;
+    int poller;               /* a thread sleeps in poll() for everyone */
+    unsigned waiters;         /* threads waiting on cond */
+    uint64_t done_gen;        /* bumped whenever a transfer finishes */
+    uint64_t poller_gen;      /* done_gen when the poller went to sleep (or was kicked) */
+    uint64_t notified_gen;    /* done_gen when waiters were last woken */
+    int kick_fd;              /* eventfd in the poller's poll set, -1 if none */
+    size_t n_async;           /* submitted by submit/submit_batch, not yet delivered */
+    unsigned regs_busy;       /* registrations running without the lock */
+    struct rw_domain *graveyard[RAILWIRE_MAX_RAILS * 4]; /* retired domains waiting for them */
     const struct rw_transport_ops *ops;
     enum railwire_dialect dialect;
     unsigned n_rails;
@@ -129,6 +151,15 @@ struct railwire_railset {
                      struct rw_mr **out);
 };
 
+/* Takes the railset's lock. */
+void rs_lock(railwire_railset *rs);
+/* Releases it, waking waiters (and kicking a sleeping poller) when
+ * transfers finished meanwhile. */
+void rs_unlock(railwire_railset *rs);
+/* With the lock held: wakes the waiters if transfers finished since they
+ * were last woken. */
+void rs_notify(railwire_railset *rs);
+
 /* One rail handed to rw_railset_create_local(). */
 struct rw_rail_init {
     struct rw_domain *dom;          /* ownership passes to the railset on success */
@@ -154,6 +185,19 @@ void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s);
  * empties `src`. */
 void rw_slice_list_prepend(struct rw_slice_list *l, struct rw_slice_list *src);
 void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s);
+
+/* --- mr.c --- */
+/* With the lock held (or at close): releases a registration no transfer uses. */
+void rw_mr_release(struct railwire_mr *mr);
+/* With the lock held: closes the domain of a replaced rail, or keeps it
+ * until no registration runs without the lock any more. */
+void rw_rail_retire_domain(railwire_railset *rs, struct rw_domain *dom);
+
+/* --- submit.c --- */
+/* With the lock held: validates and submits one transfer (sync: owned by a
+ * synchronous helper, never delivered by poll/wait).  Returns 0 and
+ * *handle, or the error (logged) with nothing submitted. */
+int rw_submit_locked(railwire_railset *rs, const railwire_op *op, int sync, railwire_handle *handle);
 
 /* --- stripe.c --- */
 /* Cuts a validated op into slices and queues them at the tail of the

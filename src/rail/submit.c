@@ -53,12 +53,8 @@ static int validate(const railwire_railset *rs, const railwire_op *op)
     return 0;
 }
 
-int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle *handle)
+int rw_submit_locked(railwire_railset *rs, const railwire_op *op, int sync, railwire_handle *handle)
 {
-    if (!rs || !op || !handle) {
-        rw_err("submit: NULL railset, op or handle");
-        return RAILWIRE_E_INVALID;
-    }
     if (rs->n_live == 0 && (!rs->healer || rs->all_down_expired)) {
         rw_err("submit: every rail of the railset is down");
         return RAILWIRE_E_ALL_RAILS_DOWN;
@@ -70,8 +66,23 @@ int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle
     rc = rw_stripe_submit(rs, op, &x);
     if (rc < 0)
         return rc;
+    x->sync_owned = sync;
+    if (!sync)
+        rs->n_async++;
     *handle = x->handle;
     return rw_stripe_schedule(rs);
+}
+
+int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle *handle)
+{
+    if (!rs || !op || !handle) {
+        rw_err("submit: NULL railset, op or handle");
+        return RAILWIRE_E_INVALID;
+    }
+    rs_lock(rs);
+    int rc = rw_submit_locked(rs, op, 0, handle);
+    rs_unlock(rs);
+    return rc;
 }
 
 int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n,
@@ -83,7 +94,9 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
     }
     if (n > INT32_MAX)
         n = INT32_MAX;
+    rs_lock(rs);
     if (n && rs->n_live == 0 && (!rs->healer || rs->all_down_expired)) {
+        rs_unlock(rs);
         rw_err("submit_batch: every rail of the railset is down");
         return RAILWIRE_E_ALL_RAILS_DOWN;
     }
@@ -97,9 +110,11 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
         rc = rw_stripe_submit(rs, &ops[k], &x);
         if (rc < 0)
             break;
+        rs->n_async++;
         handles[k] = x->handle;
     }
     rw_stripe_schedule(rs);
+    rs_unlock(rs);
     if (k == 0 && rc < 0)
         return rc;
     return (int)k;
