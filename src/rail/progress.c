@@ -55,6 +55,10 @@ void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
     rs->done_tail = x;
     rs->n_done++;
     rs->done_gen++;
+    if (x->sync_owned)
+        rs_wake(x->waiter);
+    else
+        rs->async_unwoken++;
 }
 
 void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
@@ -185,9 +189,9 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
     return n;
 }
 
-/* A follower's wait: on the condition variable until transfers finish, the
- * poller steps down, or ms pass. */
-static void follow(railwire_railset *rs, int ms)
+/* A follower's wait: on its own condition variable until it is woken (its
+ * transfer, an async completion, or the poller stepping down) or ms pass. */
+static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -197,18 +201,33 @@ static void follow(railwire_railset *rs, int ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    rs->waiters++;
-    pthread_cond_timedwait(&rs->cond, &rs->lock, &ts);
-    rs->waiters--;
+    w->woken = 0;
+    w->next = NULL;
+    w->prev = rs->wait_tail;
+    if (rs->wait_tail)
+        rs->wait_tail->next = w;
+    else
+        rs->wait_head = w;
+    rs->wait_tail = w;
+    while (!w->woken && pthread_cond_timedwait(&w->cond, &rs->lock, &ts) == 0)
+        ;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        rs->wait_head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        rs->wait_tail = w->prev;
 }
 
 /* With the lock held: sleeps until a rail may have completions, at most ms
  * milliseconds, and returns with the lock held.  Returns the number of
  * completions processed while arming. */
-static int sleep_on_rails(railwire_railset *rs, int ms)
+static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
 {
     if (rs->poller) {
-        follow(rs, ms);
+        follow(rs, w, ms);
         return 0;
     }
     struct pollfd pfd[RAILWIRE_MAX_RAILS + 2];
@@ -288,9 +307,12 @@ static int sleep_on_rails(railwire_railset *rs, int ms)
         if (read(rs->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
             rw_debug("progress: reading the kick eventfd failed: %s", strerror(errno));
     }
-    /* Let a follower take over the polling if it still waits. */
-    if (rs->waiters)
-        pthread_cond_broadcast(&rs->cond);
+    /* Let a follower take over the polling if one still waits. */
+    for (struct rw_waiter *f = rs->wait_head; f; f = f->next)
+        if (!f->woken) {
+            rs_wake(f);
+            break;
+        }
     return 0;
 }
 
@@ -301,7 +323,7 @@ int railwire_poll(railwire_railset *rs, railwire_completion *out, int max)
     rs_lock(rs);
     rw_progress(rs);
     int n = deliver(rs, out, max);
-    int others = rs->waiters > 0;
+    int others = rs->wait_head != NULL;
     rs_unlock(rs);
     /* A caller that polls in a loop must not starve the threads that wait
      * for the lock or for their completions: give way when it got nothing. */
@@ -318,6 +340,9 @@ int railwire_wait(railwire_railset *rs, railwire_completion *out, int max, int t
         timeout_ms = RW_MAX_WAIT_MS;
     int64_t deadline = rw_now_ms() + timeout_ms;
     int rc;
+    struct rw_waiter w = {.handle = 0};
+    if (rw_cond_init_monotonic(&w.cond) < 0)
+        return RAILWIRE_E_SYSTEM;
     rs_lock(rs);
     for (;;) {
         rw_progress(rs);
@@ -330,9 +355,10 @@ int railwire_wait(railwire_railset *rs, railwire_completion *out, int max, int t
             rc = RAILWIRE_E_TIMEOUT;
             break;
         }
-        sleep_on_rails(rs, left);
+        sleep_on_rails(rs, &w, left);
     }
     rs_unlock(rs);
+    pthread_cond_destroy(&w.cond);
     return rc;
 }
 
@@ -345,12 +371,17 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
     railwire_handle h;
     if (!rs)
         return RAILWIRE_E_INVALID;
+    struct rw_waiter w = {.handle = 0};
+    if (rw_cond_init_monotonic(&w.cond) < 0)
+        return RAILWIRE_E_SYSTEM;
     rs_lock(rs);
-    int rc = rw_submit_locked(rs, &op, 1, &h);
+    int rc = rw_submit_locked(rs, &op, &w, &h);
     if (rc < 0) {
         rs_unlock(rs);
+        pthread_cond_destroy(&w.cond);
         return rc;
     }
+    w.handle = h;
     if (timeout_ms < 0 || timeout_ms > RW_MAX_WAIT_MS)
         timeout_ms = RW_MAX_WAIT_MS;
     int64_t deadline = rw_now_ms() + timeout_ms;
@@ -372,6 +403,7 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
             for (x = rs->active_head; x; x = x->next)
                 if (x->handle == h) {
                     x->sync_owned = 0;
+                    x->waiter = NULL;
                     rs->n_async++;
                     break;
                 }
@@ -385,9 +417,10 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
          * polled, and sleeping then would wait for the whole timeout. */
         size_t done_before = rs->n_done;
         if (rw_progress(rs) == 0 && rs->n_done == done_before)
-            sleep_on_rails(rs, left);
+            sleep_on_rails(rs, &w, left);
     }
     rs_unlock(rs);
+    pthread_cond_destroy(&w.cond);
     return rc;
 }
 

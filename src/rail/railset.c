@@ -41,13 +41,22 @@ void rs_lock(railwire_railset *rs)
     atomic_fetch_sub_explicit(&rs->lock_waiters, 1, memory_order_relaxed);
 }
 
+void rs_wake(struct rw_waiter *w)
+{
+    if (w && !w->woken) {
+        w->woken = 1;
+        pthread_cond_signal(&w->cond);
+    }
+}
+
 void rs_notify(railwire_railset *rs)
 {
-    if (rs->done_gen == rs->notified_gen)
-        return;
-    rs->notified_gen = rs->done_gen;
-    if (rs->waiters)
-        pthread_cond_broadcast(&rs->cond);
+    for (struct rw_waiter *w = rs->wait_head; w && rs->async_unwoken; w = w->next)
+        if (!w->handle && !w->woken) {
+            rs_wake(w);
+            rs->async_unwoken--;
+        }
+    rs->async_unwoken = 0; /* none left waiting: the next wait finds them */
 }
 
 void rs_unlock(railwire_railset *rs)
@@ -64,8 +73,7 @@ void rs_unlock(railwire_railset *rs)
     pthread_mutex_unlock(&rs->lock);
 }
 
-/* A condition variable on CLOCK_MONOTONIC (the clock of every deadline). */
-static int cond_init_monotonic(pthread_cond_t *c)
+int rw_cond_init_monotonic(pthread_cond_t *c)
 {
     pthread_condattr_t a;
     if (pthread_condattr_init(&a))
@@ -175,7 +183,7 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     if (!rs)
         goto nomem;
     rs->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (pthread_mutex_init(&rs->lock, NULL) || cond_init_monotonic(&rs->cond)) {
+    if (pthread_mutex_init(&rs->lock, NULL)) {
         if (rs->kick_fd >= 0)
             close(rs->kick_fd);
         free(rs);
@@ -233,7 +241,6 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
 nomem_rs:
     for (unsigned i = 0; i < n; i++)
         free(rs->rails[i].remote);
-    pthread_cond_destroy(&rs->cond);
     pthread_mutex_destroy(&rs->lock);
     if (rs->kick_fd >= 0)
         close(rs->kick_fd);
@@ -282,7 +289,6 @@ void railwire_railset_close(railwire_railset *rs)
             close(sn->fd);
         free(sn);
     }
-    pthread_cond_destroy(&rs->cond);
     pthread_mutex_destroy(&rs->lock);
     if (rs->kick_fd >= 0)
         close(rs->kick_fd);

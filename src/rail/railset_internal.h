@@ -29,6 +29,18 @@
 struct rw_xfer;
 struct rw_healer;
 
+/* A thread that waits for completions while another one (the poller)
+ * sleeps in poll() for everybody.  Lives on the waiting thread's stack,
+ * linked in the railset's list while it waits; woken one at a time: for
+ * its own transfer (handle != 0, a synchronous helper), for an async
+ * completion (handle 0, railwire_wait), or to take over the polling. */
+struct rw_waiter {
+    pthread_cond_t cond;
+    railwire_handle handle;
+    int woken;
+    struct rw_waiter *prev, *next;
+};
+
 /* One session (one control connection) some rails of the railset belong
  * to.  The railset opens session 0; every successful heal adds one.  Freed
  * once no rail belongs to it any more. */
@@ -67,6 +79,7 @@ struct rw_xfer {
     railwire_op op;
     int status;               /* first error of any slice, 0 while fine */
     int sync_owned;           /* a synchronous helper waits for it: poll/wait never deliver it */
+    struct rw_waiter *waiter; /* that helper, woken when it finishes */
     size_t n_slices;
     size_t n_done;            /* slices finished (success or final error) */
     struct rw_slice *slices;  /* n_slices entries, owned */
@@ -106,18 +119,19 @@ struct railwire_railset {
     /* Thread safety: every public function takes `lock` (rs_lock/rs_unlock)
      * and the internal functions run with it held.  One waiting thread at a
      * time (the poller) sleeps in poll() on the rails' fds with the lock
-     * released; the others wait on `cond` and are woken whenever transfers
-     * finish or the poller steps down.  A thread that finishes transfers
-     * while the poller sleeps kicks it through kick_fd, so no completion
-     * waits for the poller's timeout. */
+     * released; the others (struct rw_waiter) each wait on their own
+     * condition variable and are woken one at a time: a synchronous helper
+     * when its transfer finishes, an async waiter per async completion, and
+     * one of them to take over when the poller steps down.  A thread that
+     * finishes transfers while the poller sleeps kicks it through kick_fd,
+     * so no completion waits for the poller's timeout. */
     pthread_mutex_t lock;
     atomic_uint lock_waiters; /* threads blocked in rs_lock (contended only) */
-    pthread_cond_t cond;
     int poller;               /* a thread sleeps in poll() for everyone */
-    unsigned waiters;         /* threads waiting on cond */
+    struct rw_waiter *wait_head, *wait_tail; /* followers, oldest first */
+    unsigned async_unwoken;   /* async transfers finished that no waiter was woken for */
     uint64_t done_gen;        /* bumped whenever a transfer finishes */
     uint64_t poller_gen;      /* done_gen when the poller went to sleep (or was kicked) */
-    uint64_t notified_gen;    /* done_gen when waiters were last woken */
     int kick_fd;              /* eventfd in the poller's poll set, -1 if none */
     size_t n_async;           /* submitted by submit/submit_batch, not yet delivered */
     unsigned regs_busy;       /* registrations running without the lock */
@@ -156,9 +170,14 @@ void rs_lock(railwire_railset *rs);
 /* Releases it, waking waiters (and kicking a sleeping poller) when
  * transfers finished meanwhile. */
 void rs_unlock(railwire_railset *rs);
-/* With the lock held: wakes the waiters if transfers finished since they
- * were last woken. */
+/* With the lock held: wakes an async waiter per async transfer finished
+ * since the last call. */
 void rs_notify(railwire_railset *rs);
+/* With the lock held: wakes w (once). */
+void rs_wake(struct rw_waiter *w);
+/* A condition variable on CLOCK_MONOTONIC (the clock of every deadline).
+ * Returns 0 or -1. */
+int rw_cond_init_monotonic(pthread_cond_t *c);
 
 /* One rail handed to rw_railset_create_local(). */
 struct rw_rail_init {
@@ -194,10 +213,12 @@ void rw_mr_release(struct railwire_mr *mr);
 void rw_rail_retire_domain(railwire_railset *rs, struct rw_domain *dom);
 
 /* --- submit.c --- */
-/* With the lock held: validates and submits one transfer (sync: owned by a
- * synchronous helper, never delivered by poll/wait).  Returns 0 and
- * *handle, or the error (logged) with nothing submitted. */
-int rw_submit_locked(railwire_railset *rs, const railwire_op *op, int sync, railwire_handle *handle);
+/* With the lock held: validates and submits one transfer (sync != NULL: owned
+ * by that synchronous helper, woken when it finishes and never delivered by
+ * poll/wait).  Returns 0 and *handle, or the error (logged) with nothing
+ * submitted. */
+int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_waiter *sync,
+                     railwire_handle *handle);
 
 /* --- stripe.c --- */
 /* Cuts a validated op into slices and queues them at the tail of the

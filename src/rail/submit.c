@@ -53,7 +53,8 @@ static int validate(const railwire_railset *rs, const railwire_op *op)
     return 0;
 }
 
-int rw_submit_locked(railwire_railset *rs, const railwire_op *op, int sync, railwire_handle *handle)
+int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_waiter *sync,
+                     railwire_handle *handle)
 {
     if (rs->n_live == 0 && (!rs->healer || rs->all_down_expired)) {
         rw_err("submit: every rail of the railset is down");
@@ -66,7 +67,8 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, int sync, rail
     rc = rw_stripe_submit(rs, op, &x);
     if (rc < 0)
         return rc;
-    x->sync_owned = sync;
+    x->sync_owned = sync != NULL;
+    x->waiter = sync;
     if (!sync)
         rs->n_async++;
     *handle = x->handle;
@@ -80,7 +82,7 @@ int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle
         return RAILWIRE_E_INVALID;
     }
     rs_lock(rs);
-    int rc = rw_submit_locked(rs, op, 0, handle);
+    int rc = rw_submit_locked(rs, op, NULL, handle);
     rs_unlock(rs);
     return rc;
 }
