@@ -14,6 +14,7 @@
 #include <railwire.h>
 
 #include "bench_loopback.h"
+#include "bench_plot.h"
 #include "bench_report.h"
 #include "bench_run.h"
 #include "bench_util.h"
@@ -66,6 +67,7 @@ static const char bench_usage[] =
     "  --op-timeout MS        a slice outstanding longer marks its rail dead\n"
     "                         (default: the library's, 10000)\n"
     "  --json                 print one JSON object on stdout instead of the table\n"
+    "  --plot FILE.png        also draw the results (with -a: the sweep) with gnuplot\n"
     "  --quiet                no progress or \"connected\" line on stderr\n"
     "  -v, --verbose          debug logging\n"
     "  -h, --help             this text\n"
@@ -75,6 +77,7 @@ static const char bench_usage[] =
 
 struct bench_opts {
     char host[256], port[16];
+    const char *plot;          /* --plot FILE.png, NULL when not asked */
     int have_connect, loopback, have_dialect, verify, json, quiet, verbose, sweep;
     enum railwire_dialect dialect;
     enum railwire_transport transport;
@@ -117,6 +120,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"connect-timeout", required_argument, NULL, O_CTIMEOUT},
         {"op-timeout", required_argument, NULL, O_OTIMEOUT},
         {"json", no_argument, NULL, O_JSON},
+        {"plot", required_argument, NULL, 'P'},
         {"quiet", no_argument, NULL, O_QUIET},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -233,6 +237,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
                 b->op_timeout = (int)v;
             break;
         case O_JSON: b->json = 1; break;
+        case 'P': b->plot = optarg; break;
         case O_QUIET: b->quiet = 1; break;
         case 'v': b->verbose = 1; break;
         case 'h':
@@ -428,6 +433,8 @@ int cmd_bench(int argc, char **argv)
         bench_report_table(stdout, sum);
     fflush(stdout);
     exit_code = (rc < 0 || run.failed || run.mismatch) ? 1 : 0;
+    if (b.plot && bench_plot_png(b.plot, sum) < 0)
+        exit_code = 1;
 out:
     railwire_railset_close(rs); /* also releases run.mr */
     if (run.buf)
