@@ -14,18 +14,21 @@
 # GB/s against size and transfers/s against size, one line per system.
 # Installs iperf3, ucx-utils, gnuplot-nox and jq when they are missing.
 #
-#   bash bench/compare.sh --quick        # about 2 minutes: 5 sizes, 1 round
+#   bash bench/compare.sh --quick        # about 2 minutes: 4 sizes to 16 MiB, 1 round
 #   bash bench/compare.sh                # full: 8 sizes, 3 rounds (medians)
 #   bash bench/compare.sh --out DIR      # where the data and PNGs go
 #                                        # (default build-bench/compare)
+#   bash bench/compare.sh --replot [--out DIR]   # table and plots again from
+#                                        # DIR/raw.txt, measuring nothing
 # ROUNDS=N and SECS=S override the rounds and the seconds per measurement.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-quick=0
+quick=0 replot=0
 out="$bench_build/compare"
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 ;;
+    --replot) replot=1 ;;
     --out) out=$2; shift ;;
     -h|--help) sed -n '3,22p' "$0"; exit 0 ;;
     *) echo "usage: $0 [--quick] [--out DIR]" >&2; exit 2 ;;
@@ -33,16 +36,23 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ $quick = 1 ]; then
-  sizes="4K 64K 1M 16M 64M"; rounds="${ROUNDS:-1}"; secs="${SECS:-0.5}"
+  sizes="4K 64K 1M 16M"; rounds="${ROUNDS:-1}"; secs="${SECS:-0.5}"
 else
   sizes="4K 16K 64K 256K 1M 4M 16M 64M"; rounds="${ROUNDS:-3}"; secs="${SECS:-1.5}"
 fi
-bench_need iperf3:iperf3 ucx-utils:ucx_perftest gnuplot-nox:gnuplot jq:jq
-bench_build_all
-mkdir -p "$out"
 raw="$out/raw.txt"
-: >"$raw"
 t_start=$(date +%s)
+if [ $replot = 1 ]; then
+  bench_need gnuplot-nox:gnuplot
+  [ -s "$raw" ] || { echo "compare: no $raw to replot" >&2; exit 1; }
+  sizes=$(awk '{print $3}' "$raw" | sort -n -u | tr '\n' ' ')
+  rounds=$(awk '{print $1}' "$raw" | sort -n -u | tail -1)
+else
+  bench_need iperf3:iperf3 ucx-utils:ucx_perftest gnuplot-nox:gnuplot jq:jq
+  bench_build_all
+  mkdir -p "$out"
+  : >"$raw"
+fi
 
 # Systems, in plot order: name, then how to measure one size.
 systems=(rw1_read rw1_write rw2_read rw2_write rw1_read_q64 rw1_write_q64
@@ -52,9 +62,19 @@ label() {
     rw1_read) echo "railwire READ 1 rail q8" ;; rw1_write) echo "railwire WRITE 1 rail q8" ;;
     rw2_read) echo "railwire READ 2 rails q8" ;; rw2_write) echo "railwire WRITE 2 rails q8" ;;
     rw1_read_q64) echo "railwire READ 1 rail q64" ;; rw1_write_q64) echo "railwire WRITE 1 rail q64" ;;
-    tcp_stream) echo "raw TCP stream" ;; iperf3) echo "iperf3" ;;
+    tcp_stream) echo "raw TCP stream" ;; iperf3) echo "iperf3 (-l <= 1M)" ;;
     ucx_get_q8) echo "UCX tcp get q8" ;; ucx_put_q8) echo "UCX tcp put q8" ;;
     ucx_get_q64) echo "UCX tcp get q64" ;; ucx_put_q64) echo "UCX tcp put q64" ;;
+  esac
+}
+style() {  # gnuplot line style: railwire solid, references dashed
+  case $1 in
+    rw1_read) echo "lc rgb '#08519c' lw 2.5 pt 7" ;; rw1_write) echo "lc rgb '#6baed6' lw 2.5 pt 5" ;;
+    rw2_read) echo "lc rgb '#006d2c' lw 2.5 pt 9" ;; rw2_write) echo "lc rgb '#74c476' lw 2.5 pt 11" ;;
+    rw1_read_q64) echo "lc rgb '#54278f' lw 2 pt 13" ;; rw1_write_q64) echo "lc rgb '#9e9ac8' lw 2 pt 15" ;;
+    tcp_stream) echo "lc rgb '#000000' lw 2 dt 2 pt 1" ;; iperf3) echo "lc rgb '#737373' lw 2 dt 2 pt 2" ;;
+    ucx_get_q8) echo "lc rgb '#d94801' lw 1.5 dt 3 pt 6" ;; ucx_put_q8) echo "lc rgb '#fd8d3c' lw 1.5 dt 3 pt 4" ;;
+    ucx_get_q64) echo "lc rgb '#a50f15' lw 1.5 dt 4 pt 8" ;; ucx_put_q64) echo "lc rgb '#fb6a4a' lw 1.5 dt 4 pt 10" ;;
   esac
 }
 measure() {  # measure SYSTEM SIZE -> "OPS_PER_S GBPS"
@@ -72,8 +92,8 @@ measure() {  # measure SYSTEM SIZE -> "OPS_PER_S GBPS"
 }
 
 echo "== machine: $(nproc) CPU(s), $(uname -sr), load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== $( [ $quick = 1 ] && echo quick || echo full ) mode: sizes $sizes; $rounds round(s), $secs s per measurement"
-for ((k = 1; k <= rounds; k++)); do
+[ $replot = 1 ] || echo "== $( [ $quick = 1 ] && echo quick || echo full ) mode: sizes $sizes; $rounds round(s), $secs s per measurement"
+for ((k = 1; k <= rounds && !replot; k++)); do
   for s in $sizes; do
     for sys in "${systems[@]}"; do
       read -r ops gbps < <(measure "$sys" "$s")
@@ -94,6 +114,7 @@ for kind in gbps ops; do
     done; } >"$out/$kind.dat"
 done
 
+pretty() { awk -v b="$1" 'BEGIN{if(b>=1048576) printf "%d MiB", b/1048576; else printf "%d KiB", b/1024}'; }
 # The ratio table: railwire against each reference, same run (medians of rounds).
 get() { awk -v s="$1" -v b="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==s) c=i; next} $1==b{print $c}' "$out/gbps.dat"; }
 echo
@@ -107,14 +128,14 @@ for s in $sizes; do
   st=$(get tcp_stream "$b"); ip=$(get iperf3 "$b"); ug=$(get ucx_get_q8 "$b"); up=$(get ucx_put_q8 "$b")
   r64=$(get rw1_read_q64 "$b"); w64=$(get rw1_write_q64 "$b"); ug64=$(get ucx_get_q64 "$b"); up64=$(get ucx_put_q64 "$b")
   f() { awk -v v="$1" 'BEGIN{if(v+0>0) printf "%.2f", v; else printf "-"}'; }
-  echo "| $s | $(f "$r1") | $(f "$w1") | $(f "$r2") | $(f "$w2") | $(f "$st") | $(f "$ip") | $(f "$ug") | $(f "$up") | $(ratio "$r1" "$st") | $(ratio "$r1" "$ip") | $(ratio "$r1" "$ug") | $(ratio "$w1" "$up") | $(ratio "$r64" "$ug64") | $(ratio "$w64" "$up64") |"
+  echo "| $(pretty "$b") | $(f "$r1") | $(f "$w1") | $(f "$r2") | $(f "$w2") | $(f "$st") | $(f "$ip") | $(f "$ug") | $(f "$up") | $(ratio "$r1" "$st") | $(ratio "$r1" "$ip") | $(ratio "$r1" "$ug") | $(ratio "$w1" "$up") | $(ratio "$r64" "$ug64") | $(ratio "$w64" "$up64") |"
 done
 
 # The plots.
 plot() {  # plot DATAFILE PNG YLABEL TITLE
   local i=2 cmd="" sys
   for sys in "${systems[@]}"; do
-    cmd="$cmd${cmd:+, }'$1' using 1:$i with linespoints title '$(label "$sys")'"
+    cmd="$cmd${cmd:+, }'$1' using 1:$i with linespoints $(style "$sys") title '$(label "$sys")'"
     i=$((i + 1))
   done
   gnuplot <<GP
@@ -132,7 +153,8 @@ set datafile missing 'nan'
 plot $cmd
 GP
 }
-when="$(date -u +%Y-%m-%d\ %H:%M) UTC, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+[ $replot = 1 ] || echo "$(date -u +%Y-%m-%d\ %H:%M) UTC, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)" >"$out/when.txt"
+when=$(cat "$out/when.txt" 2>/dev/null || echo "date unknown")
 plot "$out/gbps.dat" "$out/compare-gbps.png" "GB/s (1e9 bytes/s)" "loopback throughput by size ($when)"
 plot "$out/ops.dat" "$out/compare-ops.png" "transfers (messages) per second" "loopback transfers/s by size ($when)"
 echo

@@ -32,8 +32,15 @@ median() { sort -g | awk '{v[NR]=$1} END{if(!NR){print "nan"; exit} print (NR%2)
 to_bytes() { local s=$1; case $s in *K) echo $(( ${s%K} << 10 ));; *M) echo $(( ${s%M} << 20 ));; *) echo "$s";; esac; }
 
 # rw_run RAILS read|write SIZE DEPTH SECONDS: railwire bench --loopback, tcp.
+# Runs SECONDS, but at least 4 x DEPTH transfers (-n) so that large sizes are
+# not measured on their ramp-up alone.
 rw_run() {
-  "$rw_cli" bench --loopback --transport tcp --rails "$1" "--$2" -s "$3" -q "$4" -D "$5" --quiet --json 2>/dev/null |
+  local bytes n len
+  bytes=$(to_bytes "$3")
+  n=$(awk -v b="$bytes" -v s="$5" -v q="$4" 'BEGIN{n=int(s*3e9/b); if(n<4*q)n=4*q; printf "%d", n}')
+  len=(-D "$5")
+  [ "$n" -le $((4 * $4)) ] && len=(-n "$n")
+  "$rw_cli" bench --loopback --transport tcp --rails "$1" "--$2" -s "$3" -q "$4" "${len[@]}" --quiet --json 2>/dev/null |
     jq -r '.results[0] | "\(.transfers_per_s) \(.gbps)"' 2>/dev/null || echo "nan nan"
 }
 
@@ -60,7 +67,7 @@ ucx_run() {
   local t=ucp_get bytes n
   [ "$1" = put ] && t=ucp_put_bw
   bytes=$(to_bytes "$2")
-  n=$(awk -v b="$bytes" -v s="$4" 'BEGIN{n=s*2.5e9/b; if(n>s*300000)n=s*300000; if(n<20)n=20; printf "%d", n}')
+  n=$(awk -v b="$bytes" -v s="$4" 'BEGIN{n=s*2.5e9/b; if(n>s*60000)n=s*60000; if(n<20)n=20; printf "%d", n}')
   ucx_port=$((ucx_port + 1)); [ $ucx_port -gt 60000 ] && ucx_port=20001
   UCX_TLS=tcp timeout 120 ucx_perftest -p "$ucx_port" >/dev/null 2>&1 &
   local srv=$!
@@ -70,23 +77,25 @@ ucx_run() {
            -w $((n / 10 + 1)) -O "$3" -v -f 2>/dev/null | tail -1)
   reap "$srv"
   # CSV: iterations,p50_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
-  echo "$line" | awk -F, -v b="$bytes" 'NF>=8 && $1+0>0 {printf "%s %.6f\n", $8, $8*b/1e9; ok=1} END{if(!ok) print "nan nan"}'
+  echo "$line" | awk -F, -v b="$bytes" 'NF>=8 && $1+0>0 && $8+0>0 {printf "%s %.6f\n", $8, $8*b/1e9; ok=1} END{if(!ok) print "nan nan"}'
 }
 
 # ratio A B: A/B with 2 decimals, "-" when either is not a number.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if(a+0>0 && b+0>0) printf "%.2f", a/b; else printf "-"}'; }
 
 # iperf3_run SIZE SECONDS: one iperf3 TCP stream on loopback with -l SIZE
-# (iperf3's write size); prints "WRITES_PER_S GBPS".
+# (iperf3's write size, which it caps at 1 MiB: larger sizes run with -l 1M);
+# prints "SIZE_UNITS_PER_S GBPS" (bytes/s over SIZE, to sit beside transfers/s).
 iperf3_run() {
-  local bytes port=$((ucx_port + 20000)) out
+  local bytes port=$((ucx_port + 20000)) out l
   bytes=$(to_bytes "$1")
+  l=$bytes; [ "$l" -gt 1048576 ] && l=1048576
   ucx_port=$((ucx_port + 1))
   iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
   local srv=$!
   sleep 0.4
   local t; t=$(awk -v s="$2" 'BEGIN{t=int(s+0.999); print (t<1)?1:t}') # whole seconds only
-  out=$(timeout 60 iperf3 -c 127.0.0.1 -p "$port" -t "$t" -l "$bytes" -J 2>/dev/null || true)
+  out=$(timeout 60 iperf3 -c 127.0.0.1 -p "$port" -t "$t" -l "$l" -J 2>/dev/null || true)
   reap "$srv"
   echo "$out" | jq -r --argjson b "$bytes" '.end.sum_received.bits_per_second / 8 |
     "\(. / $b) \(. / 1e9)"' 2>/dev/null || echo "nan nan"

@@ -181,12 +181,33 @@ int nb_cost_main(int argc, char **argv)
                 if (run == 0)
                     continue;
                 ns[((size_t)r * n_cases + k) * o.runs + run - 1] = (double)(t1 - t0) / (double)n;
-                null_counters_get(&cnt[(size_t)r * n_cases + k]);
-                cnt[(size_t)r * n_cases + k].bytes = n; /* reuse: transfers of this run */
+                struct null_counters *q = &cnt[(size_t)r * n_cases + k];
+                null_counters_get(q);
+                /* Counts do not depend on the load: every slice posted once,
+                 * completed once, with its bytes. */
+                uint64_t want = n * c->slices;
+                if (q->wrs != want || q->wcs != want || q->bytes != want * o.slice) {
+                    fprintf(stderr, "error: %s, %u rails: %llu WRs, %llu completions, %llu bytes "
+                                    "for %llu slices of %llu bytes\n", c->name, o.rails[r],
+                            (unsigned long long)q->wrs, (unsigned long long)q->wcs,
+                            (unsigned long long)q->bytes, (unsigned long long)want,
+                            (unsigned long long)o.slice);
+                    failed = 1;
+                }
+                q->bytes = n; /* from here on: the transfers of this run */
             }
         }
     }
 
+    /* Calibration: what one clock read costs here (the railset makes two
+     * per transfer today, see docs/cost.md). */
+    {
+        uint64_t t0 = nb_now_ns(), sink = 0;
+        for (int i = 0; i < 100000; i++)
+            sink += nb_now_ns() & 1;
+        printf("clock_gettime(CLOCK_MONOTONIC): %.1f ns per call (%llu)\n",
+               (double)(nb_now_ns() - t0) / 100000.0, (unsigned long long)(sink & 0));
+    }
     printf("%-10s %5s %7s %11s %9s %9s %10s", "case", "rails", "slices", "ns/xfer p50", "min",
            "max", "ns/slice");
     if (o.counts)
