@@ -74,7 +74,7 @@ ucx_run() {
   sleep 0.3
   local line
   line=$(UCX_TLS=tcp timeout 120 ucx_perftest 127.0.0.1 -p "$ucx_port" -t "$t" -s "$bytes" -n "$n" \
-           -w $((n / 10 + 1)) -O "$3" -v -f 2>/dev/null | tail -1)
+           -w $((n / 10 + 1)) -O "$3" -v -f 2>/dev/null | tail -1) || true
   reap "$srv"
   # CSV: iterations,p50_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
   echo "$line" | awk -F, -v b="$bytes" 'NF>=8 && $1+0>0 && $8+0>0 {printf "%s %.6f\n", $8, $8*b/1e9; ok=1} END{if(!ok) print "nan nan"}'

@@ -31,9 +31,12 @@ for ((k = 1; k <= rounds; k++)); do
     uop=get; [ $op = write ] && uop=put
     for s in $sizes; do
       key="$op.$s"
-      read -r rr _ < <(rr_run "$op" "$s" "$depth" "$secs")
-      read -r rw _ < <(rw_run 1 "$op" "$s" "$depth" "$secs")
-      read -r ux _ < <(ucx_run "$uop" "$s" "$depth" "$secs")
+      read -r rr _ < <(rr_run "$op" "$s" "$depth" "$secs") || true
+      rr=${rr:-nan}
+      read -r rw _ < <(rw_run 1 "$op" "$s" "$depth" "$secs") || true
+      rw=${rw:-nan}
+      read -r ux _ < <(ucx_run "$uop" "$s" "$depth" "$secs") || true
+      ux=${ux:-nan}
       echo "$rr" >>"$tmp/$key.rr"; echo "$rw" >>"$tmp/$key.rw"; echo "$ux" >>"$tmp/$key.ux"
       ratio "$rw" "$rr" >>"$tmp/$key.r_rr"; echo >>"$tmp/$key.r_rr"
       ratio "$rw" "$ux" >>"$tmp/$key.r_ux"; echo >>"$tmp/$key.r_ux"
