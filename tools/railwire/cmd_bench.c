@@ -14,6 +14,7 @@
 #include <railwire.h>
 
 #include "bench_loopback.h"
+#include "bench_plot.h"
 #include "bench_report.h"
 #include "bench_run.h"
 #include "bench_util.h"
@@ -72,6 +73,7 @@ static const char bench_usage[] =
     "  --all-down-timeout MS  with healing: how long transfers wait while no rail\n"
     "                         is live before failing (default: the op timeout)\n"
     "  --json                 print one JSON object on stdout instead of the table\n"
+    "  --plot FILE.png        also draw the results (with -a: the sweep) with gnuplot\n"
     "  --quiet                no progress or \"connected\" line on stderr\n"
     "  -v, --verbose          debug logging\n"
     "  -h, --help             this text\n"
@@ -81,6 +83,7 @@ static const char bench_usage[] =
 
 struct bench_opts {
     char host[256], port[16];
+    const char *plot;          /* --plot FILE.png, NULL when not asked */
     int have_connect, loopback, have_dialect, verify, json, quiet, verbose, sweep;
     enum railwire_dialect dialect;
     enum railwire_transport transport;
@@ -126,6 +129,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"json", no_argument, NULL, O_JSON},
         {"no-heal", no_argument, NULL, O_NO_HEAL},
         {"all-down-timeout", required_argument, NULL, O_ALL_DOWN},
+        {"plot", required_argument, NULL, 'P'},
         {"quiet", no_argument, NULL, O_QUIET},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -253,6 +257,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
                 return -1;
             b->all_down_timeout = (int)v;
             break;
+        case 'P': b->plot = optarg; break;
         case O_QUIET: b->quiet = 1; break;
         case 'v': b->verbose = 1; break;
         case 'h':
@@ -456,6 +461,8 @@ int cmd_bench(int argc, char **argv)
         bench_report_table(stdout, sum);
     fflush(stdout);
     exit_code = (rc < 0 || run.failed || run.mismatch) ? 1 : 0;
+    if (b.plot && bench_plot_png(b.plot, sum) < 0)
+        exit_code = 1;
 out:
     railwire_railset_close(rs); /* also releases run.mr */
     if (run.buf)

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/* Minimal references on one loopback TCP connection, for ratios measured in
+ * the same run as railwire's tcp transport (bench/small.sh, bench/compare.sh):
+ *
+ *  --rr (default): pipelined request/response.  A client thread keeps
+ *     --depth requests in flight; a server thread answers them in order.
+ *     read:  32-byte request -> SIZE-byte payload answer
+ *     write: 32-byte request + SIZE-byte payload -> 32-byte answer
+ *     Both sides cycle through --depth buffers of SIZE bytes (the client's
+ *     slots and the server's "remote memory"), as railwire bench does.
+ *  --stream: one blocking stream of SIZE-byte send()s and MSG_WAITALL
+ *     recv()s, 4 MiB socket buffers (the "tuned raw TCP stream").
+ *
+ * Both ends set TCP_NODELAY.  Prints one JSON object:
+ *   {"mode":"rr","op":"read","size":4096,"depth":64,"seconds":2.0,
+ *    "ops":N,"ops_per_s":X,"gbps":Y}
+ * usage: railwire_rr_ref [--rr|--stream] [--read|--write] [-s SIZE] [-q DEPTH] [-D SECONDS] */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RR_REQ 32u
+#define RR_SOCKBUF (4 << 20)
+
+/* One request on the wire: what to do, which slot, how long. */
+struct rr_req {
+    uint32_t op;      /* 0 read, 1 write, 2 stop */
+    uint32_t slot;
+    uint64_t len;
+    uint8_t pad[RR_REQ - 16];
+};
+
+struct rr_cfg {
+    int stream, write;
+    int bufs;           /* 1: 4 MiB socket buffers in --rr mode too */
+    uint64_t size;
+    unsigned depth;
+    double seconds;
+};
+
+struct rr_server {
+    int fd;
+    const struct rr_cfg *cfg;
+    uint8_t *mem;       /* depth x size */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void fail(const char *what)
+{
+    perror(what);
+    exit(1);
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
+        if (k <= 0)
+            fail("send");
+        b += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Returns 0, or -1 at end of stream. */
+static int recv_all(int fd, void *p, size_t n)
+{
+    uint8_t *b = p;
+    while (n) {
+        ssize_t k = recv(fd, b, n, MSG_WAITALL);
+        if (k == 0)
+            return -1;
+        if (k < 0)
+            fail("recv");
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void tune(int fd, int bufs)
+{
+    int one = 1, sz = RR_SOCKBUF;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (bufs) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    }
+}
+
+/* A connected loopback pair: *c the client end, *s the server end. */
+static void socket_pair(int *c, int *s, int bufs)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 1) ||
+        getsockname(lfd, (struct sockaddr *)&a, &l))
+        fail("listen");
+    *c = socket(AF_INET, SOCK_STREAM, 0);
+    if (*c < 0)
+        fail("socket");
+    tune(*c, bufs);
+    if (connect(*c, (struct sockaddr *)&a, sizeof(a)))
+        fail("connect");
+    *s = accept(lfd, NULL, NULL);
+    if (*s < 0)
+        fail("accept");
+    tune(*s, bufs);
+    close(lfd);
+}
+
+static void *rr_server_main(void *p)
+{
+    struct rr_server *sv = p;
+    struct rr_req q;
+    uint8_t ack[RR_REQ] = {0};
+    while (recv_all(sv->fd, &q, sizeof(q)) == 0 && q.op != 2) {
+        uint8_t *m = sv->mem + (size_t)q.slot * sv->cfg->size;
+        if (q.op == 0) {
+            send_all(sv->fd, m, (size_t)q.len);
+        } else {
+            if (recv_all(sv->fd, m, (size_t)q.len) < 0)
+                break;
+            send_all(sv->fd, ack, sizeof(ack));
+        }
+    }
+    return NULL;
+}
+
+/* Sends request `slot` (with its payload for a write). */
+static void rr_issue(int fd, const struct rr_cfg *cfg, uint8_t *slots, unsigned slot)
+{
+    struct rr_req q = {.op = (uint32_t)cfg->write, .slot = slot, .len = cfg->size};
+    send_all(fd, &q, sizeof(q));
+    if (cfg->write)
+        send_all(fd, slots + (size_t)slot * cfg->size, (size_t)cfg->size);
+}
+
+/* Waits for the oldest answer (slot `slot`). */
+static void rr_reap(int fd, const struct rr_cfg *cfg, uint8_t *slots, unsigned slot)
+{
+    uint8_t ack[RR_REQ];
+    int rc = cfg->write ? recv_all(fd, ack, sizeof(ack))
+                        : recv_all(fd, slots + (size_t)slot * cfg->size, (size_t)cfg->size);
+    if (rc < 0) {
+        fprintf(stderr, "rr_ref: the server closed early\n");
+        exit(1);
+    }
+}
+
+/* Runs the request/response loop for `seconds`; returns completed requests. */
+static uint64_t rr_loop(int fd, const struct rr_cfg *cfg, uint8_t *slots, double seconds)
+{
+    uint64_t issued = 0, done = 0;
+    double t_end = now_s() + seconds;
+    for (;;) {
+        while (issued - done < cfg->depth)
+            rr_issue(fd, cfg, slots, (unsigned)(issued++ % cfg->depth));
+        rr_reap(fd, cfg, slots, (unsigned)(done++ % cfg->depth));
+        if ((done & 63) == 0 && now_s() >= t_end)
+            break;
+    }
+    while (done < issued)
+        rr_reap(fd, cfg, slots, (unsigned)(done++ % cfg->depth));
+    return done;
+}
+
+static void run_rr(const struct rr_cfg *cfg)
+{
+    int c, s;
+    socket_pair(&c, &s, cfg->bufs);
+    size_t bytes = (size_t)cfg->size * cfg->depth;
+    uint8_t *slots = malloc(bytes);
+    struct rr_server sv = {.fd = s, .cfg = cfg, .mem = malloc(bytes)};
+    if (!slots || !sv.mem)
+        fail("malloc");
+    memset(slots, 0x5a, bytes);
+    memset(sv.mem, 0xa5, bytes);
+    pthread_t th;
+    if (pthread_create(&th, NULL, rr_server_main, &sv))
+        fail("pthread_create");
+    rr_loop(c, cfg, slots, cfg->seconds / 10); /* warm-up */
+    double t0 = now_s();
+    uint64_t n = rr_loop(c, cfg, slots, cfg->seconds);
+    double dt = now_s() - t0;
+    struct rr_req stop = {.op = 2};
+    send_all(c, &stop, sizeof(stop));
+    pthread_join(th, NULL);
+    close(c);
+    close(s);
+    printf("{\"mode\": \"rr\", \"op\": \"%s\", \"size\": %llu, \"depth\": %u, \"seconds\": %.3f, "
+           "\"ops\": %llu, \"ops_per_s\": %.1f, \"gbps\": %.6f}\n",
+           cfg->write ? "write" : "read", (unsigned long long)cfg->size, cfg->depth, dt,
+           (unsigned long long)n, (double)n / dt, (double)n * (double)cfg->size / dt / 1e9);
+    free(slots);
+    free(sv.mem);
+}
+
+struct stream_tx {
+    int fd;
+    uint64_t size;
+    volatile int stop;
+};
+
+static void *stream_sender(void *p)
+{
+    struct stream_tx *t = p;
+    uint8_t *b = malloc((size_t)t->size);
+    if (!b)
+        fail("malloc");
+    memset(b, 0x77, (size_t)t->size);
+    while (!t->stop)
+        send_all(t->fd, b, (size_t)t->size);
+    shutdown(t->fd, SHUT_WR);
+    free(b);
+    return NULL;
+}
+
+static void run_stream(const struct rr_cfg *cfg)
+{
+    int c, s;
+    socket_pair(&c, &s, 1);
+    uint8_t *b = malloc((size_t)cfg->size);
+    if (!b)
+        fail("malloc");
+    struct stream_tx tx = {.fd = s, .size = cfg->size};
+    pthread_t th;
+    if (pthread_create(&th, NULL, stream_sender, &tx))
+        fail("pthread_create");
+    double t_warm = now_s() + cfg->seconds / 10;
+    while (now_s() < t_warm)
+        recv_all(c, b, (size_t)cfg->size);
+    uint64_t n = 0;
+    double t0 = now_s(), t_end = t0 + cfg->seconds, t;
+    do {
+        recv_all(c, b, (size_t)cfg->size);
+        n++;
+        t = now_s();
+    } while (t < t_end);
+    tx.stop = 1;
+    while (recv_all(c, b, (size_t)cfg->size) == 0) {
+    }
+    pthread_join(th, NULL);
+    close(c);
+    close(s);
+    double dt = t - t0;
+    printf("{\"mode\": \"stream\", \"op\": \"stream\", \"size\": %llu, \"depth\": 1, "
+           "\"seconds\": %.3f, \"ops\": %llu, \"ops_per_s\": %.1f, \"gbps\": %.6f}\n",
+           (unsigned long long)cfg->size, dt, (unsigned long long)n, (double)n / dt,
+           (double)n * (double)cfg->size / dt / 1e9);
+    free(b);
+}
+
+static uint64_t parse_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end == 'K' || *end == 'k')
+        v <<= 10;
+    else if (*end == 'M' || *end == 'm')
+        v <<= 20;
+    else if (*end)
+        v = 0;
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    struct rr_cfg cfg = {.size = 4096, .depth = 64, .seconds = 2.0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--rr"))
+            cfg.stream = 0;
+        else if (!strcmp(a, "--stream"))
+            cfg.stream = 1;
+        else if (!strcmp(a, "--bufs"))
+            cfg.bufs = 1;
+        else if (!strcmp(a, "--read"))
+            cfg.write = 0;
+        else if (!strcmp(a, "--write"))
+            cfg.write = 1;
+        else if (!strcmp(a, "-s") && v)
+            cfg.size = parse_size(argv[++i]);
+        else if (!strcmp(a, "-q") && v)
+            cfg.depth = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(a, "-D") && v)
+            cfg.seconds = strtod(argv[++i], NULL);
+        else {
+            fprintf(stderr, "usage: %s [--rr|--stream] [--read|--write] [-s SIZE] [-q DEPTH] "
+                            "[-D SECONDS]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!cfg.size || cfg.size > (1ull << 30) || !cfg.depth || cfg.depth > 4096 ||
+        (uint64_t)cfg.depth * cfg.size > (1ull << 31) || !(cfg.seconds > 0)) {
+        fprintf(stderr, "rr_ref: bad size, depth (depth x size <= 2 GiB) or duration\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (cfg.stream)
+        run_stream(&cfg);
+    else
+        run_rr(&cfg);
+    return 0;
+}
