@@ -45,14 +45,17 @@ typedef struct railwire_railset railwire_railset;
 typedef struct railwire_mr railwire_mr;
 typedef uint64_t railwire_handle; /* names one submitted transfer; never 0 */
 
-#define RAILWIRE_MAX_RAILS 8
+/* Rails per railset: the RW dialect's wire allows 255; the RO dialect's
+ * framing allows 8 (RAILWIRE_MAX_RO_RAILS). */
+#define RAILWIRE_MAX_RAILS 255
+#define RAILWIRE_MAX_RO_RAILS 8
 
 /* Connection options.  Initialise with railwire_railset_opts_init(), then
  * change what you need; pointers are borrowed for the call only. */
 typedef struct railwire_railset_opts {
     enum railwire_dialect dialect;     /* default RO */
     enum railwire_transport transport; /* default AUTO */
-    unsigned n_rails;                  /* 1..8, default 1 */
+    unsigned n_rails;                  /* RW 1..255, RO 1..8; default 1 */
     /* tcp: per-rail local address to bind (rail i leaves by local_addrs[i]);
      * NULL or a NULL entry = any.  verbs: per-rail device "dev[:port]";
      * NULL = RAILWIRE_DEVICES or every active port, rail i on port i mod n. */

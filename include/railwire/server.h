@@ -59,7 +59,8 @@ typedef struct railwire_server_opts {
     /* RW: the arena. */
     railwire_region arena;
     /* Caps, checked before anything is allocated for a client. */
-    unsigned max_rails_per_client;     /* default 8 (RW may allow up to 255) */
+    unsigned max_rails_per_client;     /* default 255: the wire's limit (RO requests are
+                                          bounded to 8 by their framing) */
     unsigned max_clients;              /* concurrent sessions, default 64 */
     uint64_t max_bytes;                /* RO: total bytes of the layers, RW: arena size;
                                           create fails with RAILWIRE_E_LIMIT above it; 0 = no cap */

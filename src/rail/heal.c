@@ -52,8 +52,17 @@ struct rw_healer {
     char via[RW_HEAL_HOST_MAX];   /* the host the last successful heal went through */
 };
 
+static void free_strings(char **v, unsigned n)
+{
+    for (unsigned i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 static void healer_free(struct rw_healer *h)
 {
+    free_strings(h->cfg.local_addr, h->cfg.n_rails);
+    free_strings(h->cfg.device, h->cfg.n_rails);
     if (h->has_res)
         rw_session_close(h->cfg.ops, &h->res);
     if (h->wake_fd >= 0)
@@ -259,6 +268,8 @@ int rw_heal_enable(railwire_railset *rs, const char *host, const struct rw_heal_
 {
     struct rw_healer *h = calloc(1, sizeof(*h));
     if (!h) {
+        free_strings(cfg->local_addr, cfg->n_rails);
+        free_strings(cfg->device, cfg->n_rails);
         rw_err("heal: out of memory");
         return RAILWIRE_E_NOMEM;
     }
@@ -524,6 +535,9 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     r->stats.session = sess->id;
     r->stats.control_up = sess->ctrl_up;
     r->stats.gbps = r->dom->gbps > 0 ? r->dom->gbps : 1.0;
+    r->inv_gbps = 1.0 / r->stats.gbps;
+    if (r->inv_gbps < rs->min_inv_gbps)
+        rs->min_inv_gbps = r->inv_gbps;
     snprintf(r->stats.name, sizeof(r->stats.name), "%s", r->dom->name);
     if (moving)
         return 0;

@@ -28,7 +28,7 @@
 #define RW_DEFAULT_HEAL_BACKOFF_MAX_MS 30000
 #define RW_DEFAULT_HEAL_STABLE_MS 10000
 #define RW_DEFAULT_HEALING_TRIES 3
-#define RW_HEAL_MAX_HOSTS (RAILWIRE_MAX_RAILS + 1)
+#define RW_HEAL_MAX_HOSTS 16   /* the last good one, the original, then distinct rail GIDs */
 #define RW_HEAL_HOST_MAX 256
 
 /* What a new session of this railset needs, copied from the options at
@@ -37,8 +37,9 @@ struct rw_heal_cfg {
     const struct rw_transport_ops *ops;
     enum railwire_dialect dialect;
     char port[16];
-    char local_addr[RAILWIRE_MAX_RAILS][RW_HEAL_HOST_MAX]; /* "" = any */
-    char device[RAILWIRE_MAX_RAILS][128];                 /* "" = default */
+    unsigned n_rails;
+    char **local_addr;          /* n_rails strings (NULL = any), owned by the healer */
+    char **device;              /* n_rails strings (NULL = default), owned by the healer */
     int gid_index;
     unsigned mtu;
     unsigned queue_depth;
@@ -71,7 +72,8 @@ int rw_heal_open_network(const struct rw_heal_cfg *cfg, const struct rw_heal_req
                          const char *host, struct rw_session_out *out, void *ctx);
 
 /* Turns healing on for rs, with the original server address `host` and
- * the opener.  Returns 0 or RAILWIRE_E_NOMEM. */
+ * the opener; the healer takes over cfg's strings (also on failure).
+ * Returns 0 or RAILWIRE_E_NOMEM. */
 int rw_heal_enable(railwire_railset *rs, const char *host, const struct rw_heal_cfg *cfg,
                    rw_heal_open_fn open, void *ctx);
 /* Stops healing and releases the healer (at close).  Never waits for an

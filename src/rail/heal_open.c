@@ -21,9 +21,9 @@ int rw_heal_open_network(const struct rw_heal_cfg *cfg, const struct rw_heal_req
         .io_timeout_ms = cfg->io_timeout_ms,
     };
     (void)ctx;
-    for (unsigned i = 0; i < req->n_rails; i++) {
-        sp.local_addr[i] = cfg->local_addr[i][0] ? cfg->local_addr[i] : NULL;
-        sp.device[i] = cfg->device[i][0] ? cfg->device[i] : NULL;
+    for (unsigned i = 0; i < req->n_rails && i < cfg->n_rails; i++) {
+        sp.local_addr[i] = cfg->local_addr ? cfg->local_addr[i] : NULL;
+        sp.device[i] = cfg->device ? cfg->device[i] : NULL;
     }
     return rw_session_open(&sp, out);
 }

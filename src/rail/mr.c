@@ -24,7 +24,7 @@ static void dereg_all(railwire_railset *rs, struct railwire_mr *m)
 struct reg_job {
     railwire_railset *rs;
     struct railwire_mr *m;
-    struct rw_domain *dom[RAILWIRE_MAX_RAILS]; /* NULL: the rail was down */
+    struct rw_domain **dom;   /* per rail; NULL: the rail was down */
 };
 
 static int reg_one(void *arg, unsigned i)
@@ -50,21 +50,27 @@ static int reg_all(struct reg_job *j)
     struct railwire_mr *m = j->m;
     if (!rs->reg_multi)
         return rw_parallel_for(rs->n_rails, m->len >= RW_PARALLEL_REG_BYTES, reg_one, j);
-    struct rw_domain *doms[RAILWIRE_MAX_RAILS] = {0};
-    struct rw_mr *got[RAILWIRE_MAX_RAILS] = {0};
-    unsigned idx[RAILWIRE_MAX_RAILS], n = 0;
-    for (unsigned i = 0; i < rs->n_rails; i++)
-        if (j->dom[i]) {
-            idx[n] = i;
-            doms[n++] = j->dom[i];
-        }
-    int rc = rs->reg_multi(doms, n, m->addr, m->len, RW_ACCESS_LOCAL, got);
-    if (rc == 0)
-        for (unsigned k = 0; k < n; k++)
-            m->per_rail[idx[k]] = got[k];
-    else
-        rw_err("mr_register: registering %zu bytes on %u rail(s) failed: %s", m->len, n,
-               railwire_strerror(rc));
+    struct rw_domain **doms = calloc(rs->n_rails, sizeof(*doms));
+    struct rw_mr **got = calloc(rs->n_rails, sizeof(*got));
+    unsigned *idx = calloc(rs->n_rails, sizeof(*idx)), n = 0;
+    int rc = RAILWIRE_E_NOMEM;
+    if (doms && got && idx) {
+        for (unsigned i = 0; i < rs->n_rails; i++)
+            if (j->dom[i]) {
+                idx[n] = i;
+                doms[n++] = j->dom[i];
+            }
+        rc = rs->reg_multi(doms, n, m->addr, m->len, RW_ACCESS_LOCAL, got);
+        if (rc == 0)
+            for (unsigned k = 0; k < n; k++)
+                m->per_rail[idx[k]] = got[k];
+        else
+            rw_err("mr_register: registering %zu bytes on %u rail(s) failed: %s", m->len, n,
+                   railwire_strerror(rc));
+    }
+    free(doms);
+    free(got);
+    free(idx);
     return rc;
 }
 
@@ -101,7 +107,7 @@ void rw_rail_retire_domain(railwire_railset *rs, struct rw_domain *dom)
         return;
     }
     /* A registration in progress may hold an MR on it: close it after. */
-    for (unsigned k = 0; k < RAILWIRE_MAX_RAILS * 4; k++)
+    for (unsigned k = 0; k < rs->n_rails * 4; k++)
         if (!rs->graveyard[k]) {
             rs->graveyard[k] = dom;
             return;
@@ -111,7 +117,7 @@ void rw_rail_retire_domain(railwire_railset *rs, struct rw_domain *dom)
 
 static void close_graveyard(railwire_railset *rs)
 {
-    for (unsigned k = 0; k < RAILWIRE_MAX_RAILS * 4; k++)
+    for (unsigned k = 0; k < rs->n_rails * 4; k++)
         if (rs->graveyard[k]) {
             rs->ops->domain_close(rs->graveyard[k]);
             rs->graveyard[k] = NULL;
@@ -126,7 +132,15 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
     }
     struct railwire_mr *m = calloc(1, sizeof(*m));
     struct reg_job *j = calloc(1, sizeof(*j));
-    if (!m || !j) {
+    if (m)
+        m->per_rail = calloc(rs->n_rails, sizeof(*m->per_rail));
+    if (j)
+        j->dom = calloc(rs->n_rails, sizeof(*j->dom));
+    if (!m || !j || !m->per_rail || !j->dom) {
+        if (m)
+            free(m->per_rail);
+        if (j)
+            free(j->dom);
         free(m);
         free(j);
         rw_err("mr_register: out of memory");
@@ -160,8 +174,10 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
     if (--rs->regs_busy == 0)
         close_graveyard(rs);
     rs_unlock(rs);
+    free(j->dom);
     free(j);
     if (rc < 0) {
+        free(m->per_rail);
         free(m);
         return rc;
     }
@@ -180,6 +196,7 @@ void rw_mr_release(struct railwire_mr *mr)
     if (mr->next)
         mr->next->prev = mr->prev;
     dereg_all(rs, mr);
+    free(mr->per_rail);
     free(mr);
 }
 

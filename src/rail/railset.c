@@ -158,8 +158,10 @@ static unsigned rail_depth(const railwire_railset_opts *o, const struct rw_domai
 int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
                             const struct rw_rail_init *rails, unsigned n, railwire_railset **out)
 {
-    if (!ops || !o || !rails || !out || n == 0 || n > RAILWIRE_MAX_RAILS) {
-        rw_err("railset: invalid arguments (rail count %u, must be 1..%d)", n, RAILWIRE_MAX_RAILS);
+    unsigned max = o && o->dialect == RAILWIRE_DIALECT_RO ? RAILWIRE_MAX_RO_RAILS
+                                                           : RAILWIRE_MAX_RAILS;
+    if (!ops || !o || !rails || !out || n == 0 || n > max) {
+        rw_err("railset: invalid arguments (rail count %u, must be 1..%u)", n, max);
         return RAILWIRE_E_INVALID;
     }
     unsigned n_remote = rails[0].n_remote;
@@ -182,10 +184,22 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     railwire_railset *rs = calloc(1, sizeof(*rs));
     if (!rs)
         goto nomem;
+    /* Slices one rail takes per scheduling round: enough to batch posts,
+     * few enough that many rails share a round. */
+    rs->post_batch = n <= 16 ? RW_POST_BATCH_MAX : n <= 64 ? 8 : 4;
+    rs->rails = calloc(n, sizeof(*rs->rails));
+    rs->post_wrs = calloc((size_t)n * rs->post_batch, sizeof(*rs->post_wrs));
+    rs->post_cnt = calloc(n, sizeof(*rs->post_cnt));
+    rs->graveyard = calloc((size_t)n * 4, sizeof(*rs->graveyard));
     rs->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (pthread_mutex_init(&rs->lock, NULL)) {
+    if (!rs->rails || !rs->post_wrs || !rs->post_cnt || !rs->graveyard ||
+        pthread_mutex_init(&rs->lock, NULL)) {
         if (rs->kick_fd >= 0)
             close(rs->kick_fd);
+        free(rs->rails);
+        free(rs->post_wrs);
+        free(rs->post_cnt);
+        free(rs->graveyard);
         free(rs);
         goto nomem;
     }
@@ -220,11 +234,16 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
         r->stats.index = i;
         r->stats.state = RAILWIRE_RAIL_UP;
         r->stats.gbps = r->dom->gbps > 0 ? r->dom->gbps : 1.0;
+        r->inv_gbps = 1.0 / r->stats.gbps;
         snprintf(r->stats.name, sizeof(r->stats.name), "%s", r->dom->name);
     }
     if (slice > UINT32_MAX)
         slice = UINT32_MAX;
     rs->slice_size = slice;
+    rs->min_inv_gbps = rs->rails[0].inv_gbps;
+    for (unsigned i = 1; i < n; i++)
+        if (rs->rails[i].inv_gbps < rs->min_inv_gbps)
+            rs->min_inv_gbps = rs->rails[i].inv_gbps;
     struct rw_rsess *s0 = rw_rsess_add(rs, -1);
     if (!s0)
         goto nomem_rs;
@@ -244,6 +263,10 @@ nomem_rs:
     pthread_mutex_destroy(&rs->lock);
     if (rs->kick_fd >= 0)
         close(rs->kick_fd);
+    free(rs->rails);
+    free(rs->post_wrs);
+    free(rs->post_cnt);
+    free(rs->graveyard);
     free(rs);
 nomem:
     rw_err("railset: out of memory");
@@ -292,6 +315,10 @@ void railwire_railset_close(railwire_railset *rs)
     pthread_mutex_destroy(&rs->lock);
     if (rs->kick_fd >= 0)
         close(rs->kick_fd);
+    free(rs->rails);
+    free(rs->post_wrs);
+    free(rs->post_cnt);
+    free(rs->graveyard);
     free(rs);
 }
 

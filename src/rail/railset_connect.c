@@ -3,6 +3,7 @@
  * handshake, every rail) brought up together or not at all, then healing
  * turned on with what later sessions need. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -11,20 +12,36 @@
 #include "rail/session_open.h"
 #include "rail/transport_select.h"
 
-/* Copies what a heal needs from the options (whose pointers are borrowed). */
-static void heal_cfg(struct rw_heal_cfg *c, const struct rw_transport_ops *ops, const char *port,
-                     const railwire_railset_opts *o, unsigned n_layers)
+/* Copies a borrowed array of n strings (NULL entries kept); NULL for none
+ * or when out of memory (*oom set). */
+static char **copy_strings(const char *const *v, unsigned n, int *oom)
 {
+    if (!v)
+        return NULL;
+    char **c = calloc(n, sizeof(*c));
+    if (!c) {
+        *oom = 1;
+        return NULL;
+    }
+    for (unsigned i = 0; i < n; i++)
+        if (v[i] && !(c[i] = strdup(v[i])))
+            *oom = 1;
+    return c;
+}
+
+/* Copies what a heal needs from the options (whose pointers are borrowed).
+ * Returns 0 or RAILWIRE_E_NOMEM. */
+static int heal_cfg(struct rw_heal_cfg *c, const struct rw_transport_ops *ops, const char *port,
+                    const railwire_railset_opts *o, unsigned n_layers)
+{
+    int oom = 0;
     memset(c, 0, sizeof(*c));
     c->ops = ops;
     c->dialect = o->dialect;
     snprintf(c->port, sizeof(c->port), "%s", port);
-    for (unsigned i = 0; i < o->n_rails; i++) {
-        if (o->local_addrs && o->local_addrs[i])
-            snprintf(c->local_addr[i], sizeof(c->local_addr[i]), "%s", o->local_addrs[i]);
-        if (o->devices && o->devices[i])
-            snprintf(c->device[i], sizeof(c->device[i]), "%s", o->devices[i]);
-    }
+    c->n_rails = o->n_rails;
+    c->local_addr = copy_strings(o->local_addrs, o->n_rails, &oom);
+    c->device = copy_strings(o->devices, o->n_rails, &oom);
     c->gid_index = o->gid_index;
     c->mtu = o->mtu;
     c->queue_depth = o->queue_depth;
@@ -35,6 +52,7 @@ static void heal_cfg(struct rw_heal_cfg *c, const struct rw_transport_ops *ops, 
     c->backoff_min_ms = o->heal_backoff_min_ms;
     c->backoff_max_ms = o->heal_backoff_max_ms;
     c->stable_ms = o->heal_stable_ms;
+    return oom ? RAILWIRE_E_NOMEM : 0;
 }
 
 static int check_opts(const char *host, const char *port, const railwire_railset_opts *o,
@@ -44,20 +62,17 @@ static int check_opts(const char *host, const char *port, const railwire_railset
         rw_err("connect: NULL host, port or out");
         return RAILWIRE_E_INVALID;
     }
-    if (o->n_rails == 0 || o->n_rails > RAILWIRE_MAX_RAILS) {
-        rw_err("connect: rail count %u is not 1..%d", o->n_rails, RAILWIRE_MAX_RAILS);
+    unsigned max = o->dialect == RAILWIRE_DIALECT_RO ? RAILWIRE_MAX_RO_RAILS : RAILWIRE_MAX_RAILS;
+    if (o->n_rails == 0 || o->n_rails > max) {
+        rw_err("connect: rail count %u is not 1..%u (%s dialect%s)", o->n_rails, max,
+               o->dialect == RAILWIRE_DIALECT_RO ? "RO" : "RW",
+               o->dialect == RAILWIRE_DIALECT_RO ? ": its framing allows 8; RW allows 255" : "");
         return RAILWIRE_E_INVALID;
     }
     if (o->dialect != RAILWIRE_DIALECT_RO && o->dialect != RAILWIRE_DIALECT_RW) {
         rw_err("connect: unknown dialect %d", (int)o->dialect);
         return RAILWIRE_E_INVALID;
     }
-    if (o->local_addrs)
-        for (unsigned i = 0; i < o->n_rails; i++)
-            if (o->local_addrs[i] && strlen(o->local_addrs[i]) >= RW_HEAL_HOST_MAX) {
-                rw_err("connect: local address %u is too long", i);
-                return RAILWIRE_E_INVALID;
-            }
     if (o->heal < 0 || o->heal > 1 || o->heal_backoff_min_ms < 0 || o->heal_backoff_max_ms < 0 ||
         o->heal_stable_ms < 0 || o->all_down_timeout_ms < 0) {
         rw_err("connect: heal must be 0 or 1 and the heal/all-down times >= 0");
@@ -100,7 +115,12 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     if (rc < 0)
         return rc;
 
-    struct rw_rail_init init[RAILWIRE_MAX_RAILS];
+    struct rw_rail_init *init = calloc(so.n_rails, sizeof(*init));
+    if (!init) {
+        rw_session_close(sp.ops, &so);
+        rw_err("connect: out of memory");
+        return RAILWIRE_E_NOMEM;
+    }
     for (unsigned i = 0; i < so.n_rails; i++) {
         init[i].dom = so.dom[i];
         init[i].ep = so.ep[i];
@@ -110,6 +130,7 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     }
     railwire_railset *rs;
     rc = rw_railset_create_local(sp.ops, o, init, so.n_rails, &rs);
+    free(init);
     if (rc < 0) {
         rw_session_close(sp.ops, &so);
         return rc;
@@ -129,8 +150,18 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     rw_session_close(sp.ops, &so);
     if (o->heal) {
         struct rw_heal_cfg hc;
-        heal_cfg(&hc, sp.ops, port, o, rs->n_layers);
-        rc = rw_heal_enable(rs, host, &hc, rw_heal_open_network, NULL);
+        rc = heal_cfg(&hc, sp.ops, port, o, rs->n_layers);
+        if (rc == 0) {
+            rc = rw_heal_enable(rs, host, &hc, rw_heal_open_network, NULL);
+        } else {
+            for (unsigned i = 0; i < hc.n_rails; i++) {
+                free(hc.local_addr ? hc.local_addr[i] : NULL);
+                free(hc.device ? hc.device[i] : NULL);
+            }
+            free(hc.local_addr);
+            free(hc.device);
+            rw_err("connect: out of memory");
+        }
         if (rc < 0) {
             railwire_railset_close(rs);
             return rc;

@@ -25,6 +25,7 @@
 #define RW_DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define RW_DEFAULT_IO_TIMEOUT_MS 10000
 #define RW_DEFAULT_OP_TIMEOUT_MS 10000
+#define RW_POST_BATCH_MAX 32u         /* slices posted to one rail per scheduling round */
 
 struct rw_xfer;
 struct rw_healer;
@@ -99,6 +100,7 @@ struct rw_rail {
     uint64_t inflight_bytes;
     struct rw_slice_list outstanding;
     struct rw_qp_id peer;     /* the server's identity of this rail (its GID says where) */
+    double inv_gbps;          /* 1 / stats.gbps: the load's scale, kept for the rail choice */
     struct rw_rsess *sess;    /* the session it belongs to */
     int64_t up_since_ms;      /* when it was (last) put in service */
     railwire_rail_stats stats;
@@ -110,7 +112,7 @@ struct railwire_mr {
     void *addr;
     size_t len;
     unsigned users;           /* unfinished transfers that use it */
-    struct rw_mr *per_rail[RAILWIRE_MAX_RAILS]; /* owned */
+    struct rw_mr **per_rail;  /* owned: one per rail (NULL where none) */
     struct rw_mr *staged;     /* healing: the registration on a rail being installed */
     struct railwire_mr *prev, *next;
 };
@@ -135,7 +137,7 @@ struct railwire_railset {
     int kick_fd;              /* eventfd in the poller's poll set, -1 if none */
     size_t n_async;           /* submitted by submit/submit_batch, not yet delivered */
     unsigned regs_busy;       /* registrations running without the lock */
-    struct rw_domain *graveyard[RAILWIRE_MAX_RAILS * 4]; /* retired domains waiting for them */
+    struct rw_domain **graveyard; /* retired domains waiting for them (n_rails * 4 slots) */
     const struct rw_transport_ops *ops;
     enum railwire_dialect dialect;
     unsigned n_rails;
@@ -153,7 +155,11 @@ struct railwire_railset {
     int64_t next_check_ms;    /* next control-connection and ep_check pass */
     railwire_handle next_handle;
     unsigned rr_start;        /* where the next rail choice starts scanning */
-    struct rw_rail rails[RAILWIRE_MAX_RAILS];
+    struct rw_rail *rails;    /* n_rails entries, owned */
+    struct rw_wr *post_wrs;   /* scheduling scratch: post_batch WRs per rail */
+    size_t *post_cnt;         /* scheduling scratch: WRs per rail this round */
+    unsigned post_batch;      /* slices handed to one rail per scheduling round */
+    double min_inv_gbps;      /* the smallest rails[i].inv_gbps (the fastest rail) */
     struct rw_slice_list pending; /* slices waiting for a rail, in order */
     struct rw_xfer *active_head, *active_tail; /* submitted, not finished */
     struct rw_xfer *done_head, *done_tail;     /* finished, not delivered */

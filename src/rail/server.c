@@ -29,7 +29,7 @@ void railwire_server_opts_init(railwire_server_opts *o)
     o->listen_host = "0.0.0.0";
     o->listen_port = "0";
     o->gid_index = -1;
-    o->max_rails_per_client = 8;
+    o->max_rails_per_client = RW_MAX_RW_RAILS; /* RO requests are bounded to 8 by the wire */
     o->max_clients = 64;
     o->io_timeout_ms = 10000;
     o->session_linger_ms = RW_DEFAULT_SESSION_LINGER_MS;

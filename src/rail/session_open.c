@@ -117,7 +117,8 @@ int rw_session_open(const struct rw_session_spec *sp, struct rw_session_out *out
     memset(out, 0, sizeof(*out));
     out->fd = -1;
     if (!sp || !sp->ops || !sp->host || !sp->port || sp->n_rails == 0 ||
-        sp->n_rails > RAILWIRE_MAX_RAILS) {
+        sp->n_rails > (sp->dialect == RAILWIRE_DIALECT_RO ? RAILWIRE_MAX_RO_RAILS
+                                                          : RAILWIRE_MAX_RAILS)) {
         rw_err("connect: invalid session spec");
         return RAILWIRE_E_INVALID;
     }

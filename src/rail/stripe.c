@@ -9,7 +9,6 @@
 #include "common/time.h"
 #include "rail/railset_internal.h"
 
-#define RW_POST_BATCH 32
 
 void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s)
 {
@@ -90,16 +89,20 @@ int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
     int best = -1;
     double best_load = 0;
     /* Start the scan at a rotating rail so that equal loads do not always
-     * favour the lowest index. */
-    for (unsigned k = 0; k < rs->n_rails; k++) {
-        unsigned i = (rs->rr_start + k) % rs->n_rails;
+     * favour the lowest index; no division or modulo per rail. */
+    unsigned i = rs->rr_start < rs->n_rails ? rs->rr_start : 0;
+    for (unsigned k = 0; k < rs->n_rails; k++, i++) {
+        if (i == rs->n_rails)
+            i = 0;
         const struct rw_rail *r = &rs->rails[i];
         if (r->stats.state != RAILWIRE_RAIL_UP || r->blocked || r->outstanding.count >= r->depth)
             continue;
-        double load = (double)(r->inflight_bytes + len) / r->stats.gbps;
+        double load = (double)(r->inflight_bytes + len) * r->inv_gbps;
         if (best < 0 || load < best_load) {
             best = (int)i;
             best_load = load;
+            if (r->inflight_bytes == 0 && r->inv_gbps <= rs->min_inv_gbps)
+                break; /* an idle rail of the fastest kind: nothing can be less loaded */
         }
     }
     return best;
@@ -138,19 +141,26 @@ static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
     rw_slice_list_prepend(&rs->pending, &back);
 }
 
-/* One round: assign up to RW_POST_BATCH slices per rail, then post them.
+/* One round: assign up to post_batch slices per rail, then post them.
  * Returns the number of slices accepted by the transports. */
 static size_t schedule_round(railwire_railset *rs)
 {
-    struct rw_wr wrs[RAILWIRE_MAX_RAILS][RW_POST_BATCH];
-    size_t cnt[RAILWIRE_MAX_RAILS] = {0};
-    int64_t now = rw_now_ms();
+    size_t *cnt = rs->post_cnt;
+    const unsigned batch = rs->post_batch;
+    int64_t now = 0;
+    unsigned used_lo = rs->n_rails, used_hi = 0;
 
     while (rs->pending.head) {
         struct rw_slice *s = rs->pending.head;
         int ri = rw_stripe_pick_rail(rs, s->length);
-        if (ri < 0 || cnt[ri] == RW_POST_BATCH)
+        if (ri < 0 || cnt[ri] == batch)
             break;
+        if (!now)
+            now = rw_now_ms(); /* one clock read per round, only when something is posted */
+        if ((unsigned)ri < used_lo)
+            used_lo = (unsigned)ri;
+        if ((unsigned)ri >= used_hi)
+            used_hi = (unsigned)ri + 1;
         struct rw_rail *r = &rs->rails[ri];
         rs->rr_start = (unsigned)ri + 1;
         rw_slice_list_remove(&rs->pending, s);
@@ -159,27 +169,29 @@ static size_t schedule_round(railwire_railset *rs)
         s->tries++;
         rw_slice_list_push_tail(&r->outstanding, s);
         r->inflight_bytes += s->length;
-        fill_wr(rs, r, s, &wrs[ri][cnt[ri]++]);
+        fill_wr(rs, r, s, &rs->post_wrs[(size_t)ri * batch + cnt[ri]++]);
     }
 
     size_t accepted = 0;
-    for (unsigned i = 0; i < rs->n_rails; i++) {
+    for (unsigned i = used_lo; i < used_hi; i++) {
         if (!cnt[i])
             continue;
         struct rw_rail *r = &rs->rails[i];
-        int rc = rs->ops->ep_post(r->ep, wrs[i], cnt[i]);
+        size_t n = cnt[i];
+        cnt[i] = 0;
+        int rc = rs->ops->ep_post(r->ep, &rs->post_wrs[(size_t)i * batch], n);
         if (rc < 0) {
-            unpost_tail(rs, r, cnt[i]);
+            unpost_tail(rs, r, n);
             rw_warn("rail %u (%s): posting failed (%s); failing over", i, r->stats.name,
                     railwire_strerror(rc));
             rw_failover_rail_down(rs, i, rc);
             continue;
         }
-        if ((size_t)rc > cnt[i])
-            rc = (int)cnt[i];
+        if ((size_t)rc > n)
+            rc = (int)n;
         accepted += (size_t)rc;
-        if ((size_t)rc < cnt[i]) {
-            unpost_tail(rs, r, cnt[i] - (size_t)rc);
+        if ((size_t)rc < n) {
+            unpost_tail(rs, r, n - (size_t)rc);
             r->blocked = 1;
         }
     }

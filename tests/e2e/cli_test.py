@@ -369,7 +369,8 @@ def test_bench_duration_and_progress():
 
 
 def test_bench_usage_errors():
-    for args in (["--rails", "9", "--loopback"], ["--read", "--write", "--loopback"], [],
+    for args in (["--rails", "9", "--loopback"], ["--rails", "256", "--loopback", "--dialect", "rw"],
+                 ["--read", "--write", "--loopback"], [],
                  ["--loopback", "--connect", "127.0.0.1:1"], ["--loopback", "-s", "0"],
                  ["--loopback", "-s", "12X"], ["--connect", "nohost"], ["--loopback", "-D", "-1"]):
         rc, out, err = run([RW, "bench"] + args, timeout=20)

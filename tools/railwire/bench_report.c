@@ -1,7 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 #include "bench_report.h"
 
+#include <stdlib.h>
+
 #include "bench_util.h"
+
+/* Rails up to this count get a column each in the results and a row each in
+ * the rail table; more are summarised (min / median / max, and a row for
+ * every rail that is not plainly healthy). */
+#define REPORT_RAILS_IN_FULL 8
+#define REPORT_ROWS_IN_FULL 16
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* min, median and max of v[0..n) (v is sorted in place). */
+static void spread(double *v, unsigned n, double *lo, double *mid, double *hi)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    *lo = n ? v[0] : 0;
+    *mid = n ? v[n / 2] : 0;
+    *hi = n ? v[n - 1] : 0;
+}
+
+/* A rail worth its own row when there are many: down, healed, erring. */
+static int notable(const railwire_rail_stats *st)
+{
+    return st->state != RAILWIRE_RAIL_UP || st->heals || st->errors || st->last_down_reason ||
+           !st->control_up;
+}
 
 static const char *state_name(enum railwire_rail_state st)
 {
@@ -21,18 +51,30 @@ void bench_report_table(FILE *f, const struct bench_summary *s)
         fprintf(f, ", server create+registration %.3f ms", s->server_reg_ms);
     fprintf(f, "\n\n");
 
+    int full = s->rails <= REPORT_RAILS_IN_FULL;
+    double v[RAILWIRE_MAX_RAILS], lo, mid, hi;
     fprintf(f, "%10s %10s %9s %12s %10s %10s", "size", "transfers", "GB/s", "transfers/s",
             "p50 us", "p99 us");
-    for (unsigned r = 0; r < s->rails; r++)
-        fprintf(f, "  rail%u GB/s", r);
+    if (full)
+        for (unsigned r = 0; r < s->rails; r++)
+            fprintf(f, "  rail%u GB/s", r);
+    else
+        fprintf(f, "  per-rail GB/s min / median / max");
     fprintf(f, "\n");
     for (unsigned i = 0; i < s->n_results; i++) {
         const struct bench_result *x = &s->results[i];
         tool_format_size(sz, sizeof(sz), x->size);
         fprintf(f, "%10s %10llu %9.3f %12.0f %10.1f %10.1f", sz, (unsigned long long)x->transfers,
                 x->gbps, x->tps, x->p50_us, x->p99_us);
-        for (unsigned r = 0; r < s->rails; r++)
-            fprintf(f, "  %10.3f", x->rail_gbps[r]);
+        if (full) {
+            for (unsigned r = 0; r < s->rails; r++)
+                fprintf(f, "  %10.3f", x->rail_gbps[r]);
+        } else {
+            for (unsigned r = 0; r < s->rails; r++)
+                v[r] = x->rail_gbps[r];
+            spread(v, s->rails, &lo, &mid, &hi);
+            fprintf(f, "  %.3f / %.3f / %.3f", lo, mid, hi);
+        }
         if (x->failed)
             fprintf(f, "  (%llu FAILED)", (unsigned long long)x->failed);
         fprintf(f, "\n");
@@ -41,14 +83,27 @@ void bench_report_table(FILE *f, const struct bench_summary *s)
     fprintf(f, "\n%4s %-24s %5s %14s %14s %10s %7s %8s %5s %7s  %s\n", "rail", "name", "state",
             "bytes read", "bytes written", "slices", "errors", "reissued", "heals", "session",
             "last down reason");
+    unsigned shown = 0, up = 0;
     for (unsigned r = 0; r < s->n_rail; r++) {
         const railwire_rail_stats *st = &s->rail[r];
+        v[r] = (double)(st->bytes_read + st->bytes_written);
+        up += st->state == RAILWIRE_RAIL_UP;
+        if (s->n_rail > REPORT_ROWS_IN_FULL && !notable(st))
+            continue;
+        shown++;
         fprintf(f, "%4u %-24s %5s %14llu %14llu %10llu %7llu %8llu %5llu %6u%s  %s\n", st->index,
                 st->name, state_name(st->state), (unsigned long long)st->bytes_read,
                 (unsigned long long)st->bytes_written, (unsigned long long)st->ops,
                 (unsigned long long)st->errors, (unsigned long long)st->reissued,
                 (unsigned long long)st->heals, st->session, st->control_up ? " " : "*",
                 st->last_down_reason ? railwire_error_class(st->last_down_reason) : "-");
+    }
+    if (s->n_rail > REPORT_ROWS_IN_FULL) {
+        spread(v, s->n_rail, &lo, &mid, &hi);
+        fprintf(f, "%u rails, %u up; %u shown above (down, healed, erring or without a control "
+                   "connection), the other %u healthy; bytes per rail min %.0f, median %.0f, max "
+                   "%.0f (--json lists every rail)\n", s->n_rail, up, shown, s->n_rail - shown, lo,
+                mid, hi);
     }
     fprintf(f, "(* = the session's control connection has ended; its rails keep working)\n");
     fprintf(f, "\nverify: %s; failed transfers: %llu%s%s\n", s->verify,

@@ -62,12 +62,13 @@ static void check_slot(struct bench_run *b, const uint8_t *data, uint64_t size, 
 
 static void rail_bytes(railwire_railset *rs, uint64_t *out)
 {
-    railwire_rail_stats st[RAILWIRE_MAX_RAILS];
-    int n = railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS);
+    railwire_rail_stats *st = calloc(RAILWIRE_MAX_RAILS, sizeof(*st));
+    int n = st ? railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS) : 0;
 
     memset(out, 0, RAILWIRE_MAX_RAILS * sizeof(*out));
     for (int i = 0; i < n && i < RAILWIRE_MAX_RAILS; i++)
         out[i] = st[i].bytes_read + st[i].bytes_written;
+    free(st);
 }
 
 /* Per-slot state of one run. */

@@ -38,7 +38,8 @@ static const char bench_usage[] =
     "  --loopback             start a server in this process on 127.0.0.1; its\n"
     "                         memory holds the bench pattern, so --verify works\n"
     "  --dialect ro|rw        handshake dialect (default rw with --write, else ro)\n"
-    "  --rails N              rails (1..8, default 1)\n"
+    "  --rails N              rails (RW 1..255, RO 1..8; default 1); more rails than\n"
+    "                         local addresses share them (rail i uses the (i mod n)-th)\n"
     "  --read | --write       operation (default --read)\n"
     "  -s, --size SIZE        bytes per transfer (default 1M; K/M/G suffixes)\n"
     "  -a, --all              sweep sizes 4 KiB..64 MiB (powers of 2); each size\n"
@@ -278,6 +279,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
     }
     if (!b->have_dialect)
         b->dialect = b->opcode == RAILWIRE_OP_WRITE ? RAILWIRE_DIALECT_RW : RAILWIRE_DIALECT_RO;
+    if (b->dialect == RAILWIRE_DIALECT_RO && b->rails > RAILWIRE_MAX_RO_RAILS) {
+        fprintf(stderr, "error: --rails %u: the RO dialect carries at most %d rails (its wire "
+                        "framing); use --dialect rw for up to %d\n", b->rails,
+                RAILWIRE_MAX_RO_RAILS, RAILWIRE_MAX_RAILS);
+        return -1;
+    }
     if (!b->iters && !b->seconds)
         b->iters = 1000;
     return 0;

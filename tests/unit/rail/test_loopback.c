@@ -432,3 +432,86 @@ Test(loopback, rw_64_mib_transfer_over_4_rails)
     railwire_railset_close(rs);
     srv_stop(&v);
 }
+
+static void two_rail_addrs(railwire_server_opts *o)
+{
+    static const char *const addrs[] = {"127.0.0.1", "127.0.0.2"};
+    o->rail_addrs = addrs;
+    o->n_rail_addrs = 2;
+}
+
+/* RW railsets far beyond RO's 8 rails (the RW wire allows 255): many rails
+ * on two local and two server addresses, striped READ and WRITE at random
+ * sizes and offsets, checked byte for byte, every rail carrying a share. */
+Test(loopback, rw_16_32_64_rails_on_two_addresses, .timeout = 240)
+{
+    static const unsigned counts[] = {16, 32, 64};
+    size_t len = 16 * MIB;
+    struct srv v;
+    srv_start(&v, RAILWIRE_DIALECT_RW, 1, len, "127.0.0.1", two_rail_addrs);
+    uint8_t *buf = malloc(len), *back = malloc(len);
+    cr_assert(buf && back);
+    unsigned seed = 7;
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        unsigned n = counts[k];
+        static const char *const local[] = {"127.0.0.1", "127.0.0.2"};
+        const char *addrs[64];
+        for (unsigned i = 0; i < n; i++)
+            addrs[i] = local[i % 2];
+        railwire_railset_opts o;
+        railwire_railset_opts_init(&o);
+        o.dialect = RAILWIRE_DIALECT_RW;
+        o.transport = RAILWIRE_TRANSPORT_TCP;
+        o.n_rails = n;
+        o.local_addrs = addrs;
+        o.slice_size = 64 * KIB;
+        railwire_railset *rs;
+        cr_assert_eq(railwire_railset_connect("127.0.0.1", v.port, &o, &rs), 0, "%u rails", n);
+        cr_assert_eq(railwire_railset_rail_count(rs), n);
+        railwire_mr *mr, *mr2;
+        cr_assert_eq(railwire_mr_register(rs, buf, len, &mr), 0);
+        cr_assert_eq(railwire_mr_register(rs, back, len, &mr2), 0);
+        /* One big striped WRITE and READ: every rail takes slices. */
+        for (size_t i = 0; i < len; i++)
+            buf[i] = (uint8_t)(i * 7 + n);
+        cr_assert_eq(railwire_write(rs, mr, buf, len, 0, 0, 60000), 0);
+        cr_assert_eq(memcmp(v.mem[0], buf, len), 0, "%u rails: the arena differs", n);
+        memset(back, 0, len);
+        cr_assert_eq(railwire_read(rs, mr2, back, len, 0, 0, 60000), 0);
+        cr_assert_eq(memcmp(back, buf, len), 0, "%u rails: the read differs", n);
+        /* Random sizes and offsets. */
+        for (int t = 0; t < 40; t++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t sz = 1 + (seed >> 8) % (2 * MIB);
+            seed = seed * 1103515245u + 12345u;
+            size_t off = (seed >> 8) % (len - sz + 1);
+            memset(back, 0, sz);
+            cr_assert_eq(railwire_read(rs, mr2, back, sz, 0, off, 60000), 0);
+            cr_assert_eq(memcmp(back, v.mem[0] + off, sz), 0, "%u rails: %zu bytes at %zu", n,
+                         sz, off);
+        }
+        railwire_rail_stats *st = calloc(n, sizeof(*st));
+        cr_assert_eq(railwire_railset_stats(rs, st, n), (int)n);
+        for (unsigned r = 0; r < n; r++) {
+            cr_assert_eq(st[r].state, RAILWIRE_RAIL_UP);
+            cr_assert_gt(st[r].bytes_written, 0, "%u rails: rail %u carried no slice", n, r);
+        }
+        free(st);
+        railwire_railset_close(rs);
+        wait_sessions(&v, 0);
+    }
+    free(buf);
+    free(back);
+    srv_stop(&v);
+}
+
+Test(loopback, ro_stays_at_8_rails)
+{
+    struct srv v;
+    srv_start(&v, RAILWIRE_DIALECT_RO, 1, 1 * MIB, "127.0.0.1", NULL);
+    railwire_railset *rs = NULL;
+    cr_assert_eq(connect_rs(&v, "127.0.0.1", RAILWIRE_DIALECT_RO, 9, &rs), RAILWIRE_E_INVALID);
+    cr_assert_eq(connect_rs(&v, "127.0.0.1", RAILWIRE_DIALECT_RO, 8, &rs), 0);
+    railwire_railset_close(rs);
+    srv_stop(&v);
+}

@@ -413,7 +413,7 @@ Test(review_server, connect_error_paths_leak_no_fd_and_no_thread)
         cr_assert_lt(railwire_railset_connect("127.0.0.1", port, &o, &b), 0);
         cr_assert_null(b);
         o.dialect = RAILWIRE_DIALECT_RW;
-        o.n_rails = 9;
+        o.n_rails = RAILWIRE_MAX_RAILS + 1;
         cr_assert_eq(railwire_railset_connect("127.0.0.1", port, &o, &b), RAILWIRE_E_INVALID);
         o.n_rails = 0;
         cr_assert_eq(railwire_railset_connect("127.0.0.1", port, &o, &b), RAILWIRE_E_INVALID);
