@@ -9,10 +9,6 @@
 #include "rail/heal.h"
 #include "rail/railset_internal.h"
 
-int rw_failover_is_rail_error(int status)
-{
-    return status != 0 && status != RAILWIRE_E_REMOTE_ACCESS;
-}
 
 void rw_failover_fail_all(railwire_railset *rs, int status)
 {
@@ -25,7 +21,7 @@ void rw_failover_fail_all(railwire_railset *rs, int status)
         }
         while (r->outstanding.head) {
             struct rw_slice *s = r->outstanding.head;
-            rw_slice_list_remove(&r->outstanding, s);
+            rw_rail_out_remove(rs, r, s);
             s->rail = -1;
             rw_slice_finish(rs, s, status);
         }
@@ -48,7 +44,7 @@ static size_t take_back(railwire_railset *rs, struct rw_rail *r, int reason)
     size_t moved = 0, failed = 0;
     while (r->outstanding.head) {
         struct rw_slice *s = r->outstanding.head;
-        rw_slice_list_remove(&r->outstanding, s);
+        rw_rail_out_remove(rs, r, s);
         s->rail = -1;
         if (rs->max_tries && s->tries >= rs->max_tries) {
             failed++;
@@ -147,7 +143,12 @@ void rw_failover_check_eps(railwire_railset *rs)
 
 void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms)
 {
-    for (unsigned i = 0; i < rs->n_rails; i++) {
+    /* Only rails with outstanding slices can time out; a rail taken down
+     * here leaves the busy set, so walk it from the end. */
+    for (unsigned k = rs->n_busy; k-- > 0;) {
+        if (k >= rs->n_busy)
+            continue;
+        unsigned i = rs->busy[k];
         struct rw_rail *r = &rs->rails[i];
         if (r->stats.state != RAILWIRE_RAIL_UP || !r->outstanding.head)
             continue;

@@ -520,12 +520,14 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     r->ep = res->ep[i];
     r->remote = res->remote[i];
     r->n_remote = res->n_remote;
+    rw_railset_update_bases(rs);
     r->peer = res->peer[i];
     res->dom[i] = NULL;
     res->ep[i] = NULL;
     res->remote[i] = NULL;
     r->sess = sess;
     sess->users++;
+    rs->rails_gen++; /* a sleeping poller must watch the new ep */
     r->depth = rail_depth(h->cfg.queue_depth, r->dom);
     r->blocked = 0;
     r->inflight_bytes = 0;

@@ -24,13 +24,22 @@
 #define RW_CHECK_INTERVAL_MS 100
 #define RW_MAX_WAIT_MS (24 * 3600 * 1000)
 
-void rw_xfer_free(struct rw_xfer *x)
+#define RW_XFER_POOL_MAX 256
+
+void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
 {
     if (!x)
         return;
     if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
         x->op.mr->users--; /* never completed: drop its use here */
-    free(x->slices);
+    if (x->slices != &x->one)
+        free(x->slices);
+    if (rs->n_pool < RW_XFER_POOL_MAX) {
+        x->next = rs->xfer_pool;
+        rs->xfer_pool = x;
+        rs->n_pool++;
+        return;
+    }
     free(x);
 }
 
@@ -85,9 +94,8 @@ static int account(railwire_railset *rs, struct rw_rail *r, const struct rw_wc *
         r->stats.errors++;
         return wc->status; /* the slice stays outstanding and is re-issued */
     }
-    rw_slice_list_remove(&r->outstanding, s);
+    rw_rail_out_remove(rs, r, s);
     r->inflight_bytes -= s->length;
-    r->blocked = 0;
     s->rail = -1;
     if (wc->status == 0) {
         r->stats.ops++;
@@ -132,14 +140,25 @@ static int poll_rail(railwire_railset *rs, struct rw_rail *r)
 int rw_progress(railwire_railset *rs)
 {
     int total = 0;
-    for (unsigned i = 0; i < rs->n_rails; i++) {
-        struct rw_rail *r = &rs->rails[i];
-        r->blocked = 0;
+    if (rs->n_blocked) {
+        for (unsigned i = 0; i < rs->n_rails; i++)
+            rs->rails[i].blocked = 0;
+        rs->n_blocked = 0;
+    }
+    /* Only rails with outstanding slices can have completions; polling one
+     * may take it (or, when it dies, others) out of the busy set, so walk
+     * the set from its end. */
+    unsigned busy = rs->n_busy;
+    for (unsigned k = rs->n_busy; k-- > 0;) {
+        if (k >= rs->n_busy)
+            continue;
+        struct rw_rail *r = &rs->rails[rs->busy[k]];
         if (r->stats.state == RAILWIRE_RAIL_UP)
             total += poll_rail(rs, r);
     }
     int64_t now = rw_now_ms();
-    rw_failover_check_timeouts(rs, now);
+    if (busy)
+        rw_failover_check_timeouts(rs, now);
     if (now >= rs->next_check_ms) {
         rs->next_check_ms = now + RW_CHECK_INTERVAL_MS;
         rw_rsess_check(rs);
@@ -180,7 +199,7 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
             out[n].user_data = x->op.user_data;
             out[n].status = x->status;
             out[n].length = x->op.length;
-            rw_xfer_free(x);
+            rw_xfer_free(rs, x);
             rs->n_async--;
             n++;
         }
@@ -293,6 +312,7 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
     rs->poller = 1;
     rs_notify(rs);
     rs->poller_gen = rs->done_gen;
+    rs->poller_rails_gen = rs->rails_gen;
     pthread_mutex_unlock(&rs->lock);
     if (n == 0 && ms > 0) {
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -393,7 +413,7 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
         if (x) {
             done_unlink(rs, x);
             rc = x->status;
-            rw_xfer_free(x);
+            rw_xfer_free(rs, x);
             break;
         }
         int left = rw_ms_left(deadline);

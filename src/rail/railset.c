@@ -62,11 +62,14 @@ void rs_notify(railwire_railset *rs)
 void rs_unlock(railwire_railset *rs)
 {
     rs_notify(rs);
-    if (rs->poller && rs->poller_gen != rs->done_gen && rs->kick_fd >= 0) {
-        /* Another thread finished transfers while the poller sleeps: one of
-         * them may be what the poller waits for. */
+    if (rs->poller && rs->kick_fd >= 0 &&
+        (rs->poller_gen != rs->done_gen || rs->poller_rails_gen != rs->rails_gen)) {
+        /* Another thread finished transfers while the poller sleeps (one of
+         * them may be what the poller waits for), or put a rail in service
+         * whose completions the poller's poll set does not watch yet. */
         uint64_t one = 1;
         rs->poller_gen = rs->done_gen;
+        rs->poller_rails_gen = rs->rails_gen;
         if (write(rs->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
             rw_debug("railset: cannot kick the poller: %s", strerror(errno));
     }
@@ -155,6 +158,17 @@ static unsigned rail_depth(const railwire_railset_opts *o, const struct rw_domai
     return d ? d : 1;
 }
 
+void rw_railset_update_bases(railwire_railset *rs)
+{
+    for (unsigned l = 0; l < rs->n_layers; l++) {
+        uint64_t m = 0;
+        for (unsigned i = 0; i < rs->n_rails; i++)
+            if (rs->rails[i].remote && rs->rails[i].remote[l].base_addr > m)
+                m = rs->rails[i].remote[l].base_addr;
+        rs->layer_max_base[l] = m;
+    }
+}
+
 int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
                             const struct rw_rail_init *rails, unsigned n, railwire_railset **out)
 {
@@ -190,15 +204,17 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->rails = calloc(n, sizeof(*rs->rails));
     rs->post_wrs = calloc((size_t)n * rs->post_batch, sizeof(*rs->post_wrs));
     rs->post_cnt = calloc(n, sizeof(*rs->post_cnt));
+    rs->busy = calloc(n, sizeof(*rs->busy));
     rs->graveyard = calloc((size_t)n * 4, sizeof(*rs->graveyard));
     rs->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (!rs->rails || !rs->post_wrs || !rs->post_cnt || !rs->graveyard ||
+    if (!rs->rails || !rs->post_wrs || !rs->post_cnt || !rs->graveyard || !rs->busy ||
         pthread_mutex_init(&rs->lock, NULL)) {
         if (rs->kick_fd >= 0)
             close(rs->kick_fd);
         free(rs->rails);
         free(rs->post_wrs);
         free(rs->post_cnt);
+        free(rs->busy);
         free(rs->graveyard);
         free(rs);
         goto nomem;
@@ -226,6 +242,7 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     for (unsigned i = 0; i < n; i++) {
         struct rw_rail *r = &rs->rails[i];
         r->index = i;
+        r->busy_pos = -1;
         r->dom = rails[i].dom;
         r->ep = rails[i].ep;
         r->depth = rail_depth(o, r->dom);
@@ -240,6 +257,10 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     if (slice > UINT32_MAX)
         slice = UINT32_MAX;
     rs->slice_size = slice;
+    rs->layer_max_base = calloc(n_remote, sizeof(*rs->layer_max_base));
+    if (!rs->layer_max_base)
+        goto nomem_rs;
+    rw_railset_update_bases(rs);
     rs->min_inv_gbps = rs->rails[0].inv_gbps;
     for (unsigned i = 1; i < n; i++)
         if (rs->rails[i].inv_gbps < rs->min_inv_gbps)
@@ -263,9 +284,16 @@ nomem_rs:
     pthread_mutex_destroy(&rs->lock);
     if (rs->kick_fd >= 0)
         close(rs->kick_fd);
+    while (rs->xfer_pool) {
+        struct rw_xfer *px = rs->xfer_pool;
+        rs->xfer_pool = px->next;
+        free(px);
+    }
+    free(rs->layer_max_base);
     free(rs->rails);
     free(rs->post_wrs);
     free(rs->post_cnt);
+    free(rs->busy);
     free(rs->graveyard);
     free(rs);
 nomem:
@@ -286,13 +314,13 @@ void railwire_railset_close(railwire_railset *rs)
     struct rw_xfer *x = rs->active_head;
     while (x) {
         struct rw_xfer *nx = x->next;
-        rw_xfer_free(x);
+        rw_xfer_free(rs, x);
         x = nx;
     }
     x = rs->done_head;
     while (x) {
         struct rw_xfer *nx = x->next;
-        rw_xfer_free(x);
+        rw_xfer_free(rs, x);
         x = nx;
     }
     for (unsigned i = 0; i < rs->n_rails; i++)
@@ -315,9 +343,16 @@ void railwire_railset_close(railwire_railset *rs)
     pthread_mutex_destroy(&rs->lock);
     if (rs->kick_fd >= 0)
         close(rs->kick_fd);
+    while (rs->xfer_pool) {
+        struct rw_xfer *px = rs->xfer_pool;
+        rs->xfer_pool = px->next;
+        free(px);
+    }
+    free(rs->layer_max_base);
     free(rs->rails);
     free(rs->post_wrs);
     free(rs->post_cnt);
+    free(rs->busy);
     free(rs->graveyard);
     free(rs);
 }

@@ -83,8 +83,9 @@ struct rw_xfer {
     struct rw_waiter *waiter; /* that helper, woken when it finishes */
     size_t n_slices;
     size_t n_done;            /* slices finished (success or final error) */
-    struct rw_slice *slices;  /* n_slices entries, owned */
-    struct rw_xfer *prev, *next; /* in the active or done list */
+    struct rw_slice *slices;  /* n_slices entries: `one` or owned */
+    struct rw_xfer *prev, *next; /* in the active or done list (next: in the pool) */
+    struct rw_slice one;      /* the slice of a single-slice transfer (no allocation) */
 };
 
 /* One rail: a domain and a connected ep, plus where the remote memory is as
@@ -98,7 +99,8 @@ struct rw_rail {
     unsigned depth;           /* bound on outstanding slices */
     int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
     uint64_t inflight_bytes;
-    struct rw_slice_list outstanding;
+    struct rw_slice_list outstanding; /* change it through rw_rail_out_push/_remove */
+    int busy_pos;             /* index in the railset's busy set, -1 while nothing is outstanding */
     struct rw_qp_id peer;     /* the server's identity of this rail (its GID says where) */
     double inv_gbps;          /* 1 / stats.gbps: the load's scale, kept for the rail choice */
     struct rw_rsess *sess;    /* the session it belongs to */
@@ -134,8 +136,13 @@ struct railwire_railset {
     unsigned async_unwoken;   /* async transfers finished that no waiter was woken for */
     uint64_t done_gen;        /* bumped whenever a transfer finishes */
     uint64_t poller_gen;      /* done_gen when the poller went to sleep (or was kicked) */
+    uint64_t rails_gen;       /* bumped when a rail is put in service (a new ep to poll) */
+    uint64_t poller_rails_gen; /* rails_gen when the poller built its poll set */
     int kick_fd;              /* eventfd in the poller's poll set, -1 if none */
     size_t n_async;           /* submitted by submit/submit_batch, not yet delivered */
+    struct rw_xfer *xfer_pool; /* freed transfers kept for reuse (no allocation per transfer) */
+    unsigned n_pool;
+    uint64_t *layer_max_base; /* per layer: the largest base_addr over the rails (overflow check) */
     unsigned regs_busy;       /* registrations running without the lock */
     struct rw_domain **graveyard; /* retired domains waiting for them (n_rails * 4 slots) */
     const struct rw_transport_ops *ops;
@@ -160,6 +167,10 @@ struct railwire_railset {
     size_t *post_cnt;         /* scheduling scratch: WRs per rail this round */
     unsigned post_batch;      /* slices handed to one rail per scheduling round */
     double min_inv_gbps;      /* the smallest rails[i].inv_gbps (the fastest rail) */
+    unsigned *busy;           /* the rails with outstanding slices (n_busy of n_rails slots):
+                                 progress polls and checks only these */
+    unsigned n_busy;
+    unsigned n_blocked;       /* rails whose ep_post took fewer than offered */
     struct rw_slice_list pending; /* slices waiting for a rail, in order */
     struct rw_xfer *active_head, *active_tail; /* submitted, not finished */
     struct rw_xfer *done_head, *done_tail;     /* finished, not delivered */
@@ -227,6 +238,9 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
                      railwire_handle *handle);
 
 /* --- stripe.c --- */
+/* Adds s to rail r's outstanding list / removes it (keeping the busy set). */
+void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s);
+void rw_rail_out_remove(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s);
 /* Cuts a validated op into slices and queues them at the tail of the
  * pending FIFO.  Returns 0 and *out (linked in the active list), or
  * RAILWIRE_E_NOMEM. */
@@ -248,8 +262,11 @@ int rw_progress(railwire_railset *rs);
 void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status);
 /* Moves a finished transfer from the active to the done list. */
 void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x);
-/* Frees a transfer and drops its registration's use count. */
-void rw_xfer_free(struct rw_xfer *x);
+/* Frees a transfer (back to the railset's pool) and drops its
+ * registration's use count. */
+void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x);
+/* Recomputes layer_max_base after a rail's remote regions changed. */
+void rw_railset_update_bases(railwire_railset *rs);
 
 /* --- sessions (railset.c) --- */
 /* Adds a session with control connection fd (-1: none; ownership passes).
@@ -276,7 +293,10 @@ void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms);
 /* Completes every unfinished transfer with `status` (no rail left). */
 void rw_failover_fail_all(railwire_railset *rs, int status);
 /* True when `status` of a completion means the rail itself failed. */
-int rw_failover_is_rail_error(int status);
+static inline int rw_failover_is_rail_error(int status)
+{
+    return status != 0 && status != RAILWIRE_E_REMOTE_ACCESS;
+}
 /* With healing: fails everything once no rail has been live for the
  * all-down bound.  Returns 1 when it did. */
 int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms);

@@ -2,6 +2,7 @@
 /* Striping: cut transfers into slices and hand them to rails by weight
  * (the domain's link speed) and load (bytes in flight), within each rail's
  * depth.  What no rail can take waits in the pending FIFO, in order. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,12 +51,44 @@ void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s)
     l->count--;
 }
 
+void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
+{
+    rw_slice_list_push_tail(&r->outstanding, s);
+    if (r->busy_pos < 0) {
+        r->busy_pos = (int)rs->n_busy;
+        rs->busy[rs->n_busy++] = r->index;
+    }
+}
+
+void rw_rail_out_remove(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
+{
+    rw_slice_list_remove(&r->outstanding, s);
+    if (r->outstanding.count == 0 && r->busy_pos >= 0) {
+        unsigned last = rs->busy[--rs->n_busy];
+        rs->busy[r->busy_pos] = last;
+        rs->rails[last].busy_pos = r->busy_pos;
+        r->busy_pos = -1;
+    }
+}
+
 int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out)
 {
     size_t slice = rs->slice_size;
     size_t n = op->length / slice + (op->length % slice ? 1 : 0);
-    struct rw_xfer *x = calloc(1, sizeof(*x));
-    struct rw_slice *s = x ? calloc(n, sizeof(*s)) : NULL;
+    struct rw_xfer *x = rs->xfer_pool;
+    if (x) {
+        rs->xfer_pool = x->next;
+        rs->n_pool--;
+    } else {
+        x = malloc(sizeof(*x));
+    }
+    struct rw_slice *s = NULL;
+    if (x) {
+        memset(x, 0, offsetof(struct rw_xfer, one));
+        s = n == 1 ? &x->one : calloc(n, sizeof(*s));
+        if (n == 1)
+            memset(s, 0, sizeof(*s));
+    }
     if (!s) {
         free(x);
         rw_err("submit: out of memory for a transfer of %zu bytes (%zu slices)", op->length, n);
@@ -113,7 +146,6 @@ static void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const s
 {
     const railwire_op *op = &s->xfer->op;
     uint32_t layer = rs->dialect == RAILWIRE_DIALECT_RO ? op->layer : 0;
-    memset(wr, 0, sizeof(*wr));
     wr->wr_id = (uint64_t)(uintptr_t)s;
     wr->opcode = op->opcode == RAILWIRE_OP_WRITE ? RW_OP_WRITE : RW_OP_READ;
     wr->local = (char *)op->local + s->offset;
@@ -131,7 +163,7 @@ static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
     struct rw_slice_list back = {0};
     for (size_t j = 0; j < k; j++) {
         struct rw_slice *s = r->outstanding.tail;
-        rw_slice_list_remove(&r->outstanding, s);
+        rw_rail_out_remove(rs, r, s);
         r->inflight_bytes -= s->length;
         s->rail = -1;
         s->tries--; /* never reached the transport */
@@ -167,7 +199,7 @@ static size_t schedule_round(railwire_railset *rs)
         s->rail = ri;
         s->posted_ms = now;
         s->tries++;
-        rw_slice_list_push_tail(&r->outstanding, s);
+        rw_rail_out_push(rs, r, s);
         r->inflight_bytes += s->length;
         fill_wr(rs, r, s, &rs->post_wrs[(size_t)ri * batch + cnt[ri]++]);
     }
@@ -192,6 +224,8 @@ static size_t schedule_round(railwire_railset *rs)
         accepted += (size_t)rc;
         if ((size_t)rc < n) {
             unpost_tail(rs, r, n - (size_t)rc);
+            if (!r->blocked)
+                rs->n_blocked++;
             r->blocked = 1;
         }
     }

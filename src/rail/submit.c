@@ -42,13 +42,11 @@ static int validate(const railwire_railset *rs, const railwire_op *op)
         return RAILWIRE_E_INVALID;
     }
     uint64_t end = op->remote_offset + op->length;
-    for (unsigned i = 0; i < rs->n_rails; i++) {
-        if (rs->rails[i].remote[layer].base_addr > UINT64_MAX - end) {
-            rw_err("submit: remote offset %llu + length %zu overflows the address space of "
-                   "rail %u's region (base 0x%llx)", (unsigned long long)op->remote_offset,
-                   op->length, i, (unsigned long long)rs->rails[i].remote[layer].base_addr);
-            return RAILWIRE_E_REMOTE_ACCESS;
-        }
+    if (rs->layer_max_base[layer] > UINT64_MAX - end) {
+        rw_err("submit: remote offset %llu + length %zu overflows the address space of a "
+               "rail's region (base up to 0x%llx)", (unsigned long long)op->remote_offset,
+               op->length, (unsigned long long)rs->layer_max_base[layer]);
+        return RAILWIRE_E_REMOTE_ACCESS;
     }
     return 0;
 }
