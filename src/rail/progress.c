@@ -210,9 +210,15 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
 
 /* A follower's wait: on its own condition variable until it is woken (its
  * transfer, an async completion, or the poller stepping down) or ms pass. */
+/* A follower re-checks at least this often, so that no missed hand-over
+ * of the polling can leave completions unreaped for longer. */
+#define RW_FOLLOW_MAX_MS 50
+
 static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
 {
     struct timespec ts;
+    if (ms > RW_FOLLOW_MAX_MS)
+        ms = RW_FOLLOW_MAX_MS;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_sec += ms / 1000;
     ts.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -228,6 +234,9 @@ static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
     else
         rs->wait_head = w;
     rs->wait_tail = w;
+    /* The wait releases the lock: whatever this thread finished meanwhile
+     * (perhaps the sleeping poller's own transfer) must reach the others. */
+    rs_release_prepare(rs);
     while (!w->woken && pthread_cond_timedwait(&w->cond, &rs->lock, &ts) == 0)
         ;
     if (w->prev)

@@ -59,7 +59,7 @@ void rs_notify(railwire_railset *rs)
     rs->async_unwoken = 0; /* none left waiting: the next wait finds them */
 }
 
-void rs_unlock(railwire_railset *rs)
+void rs_release_prepare(railwire_railset *rs)
 {
     rs_notify(rs);
     if (rs->poller && rs->kick_fd >= 0 &&
@@ -73,6 +73,11 @@ void rs_unlock(railwire_railset *rs)
         if (write(rs->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
             rw_debug("railset: cannot kick the poller: %s", strerror(errno));
     }
+}
+
+void rs_unlock(railwire_railset *rs)
+{
+    rs_release_prepare(rs);
     pthread_mutex_unlock(&rs->lock);
 }
 

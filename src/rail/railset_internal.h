@@ -190,6 +190,10 @@ void rs_unlock(railwire_railset *rs);
 /* With the lock held: wakes an async waiter per async transfer finished
  * since the last call. */
 void rs_notify(railwire_railset *rs);
+/* With the lock held, before anything that releases it (rs_unlock, a
+ * condition wait): rs_notify, and kicks a sleeping poller when transfers
+ * finished or a rail joined since it went to sleep. */
+void rs_release_prepare(railwire_railset *rs);
 /* With the lock held: wakes w (once). */
 void rs_wake(struct rw_waiter *w);
 /* A condition variable on CLOCK_MONOTONIC (the clock of every deadline).

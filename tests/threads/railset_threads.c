@@ -25,6 +25,7 @@
 
 #include "common/time.h"
 #include "rail/railset_internal.h"
+#include "tcp/tcp_internal.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -88,6 +89,36 @@ static railwire_railset *connect_rs(railwire_server *s, enum railwire_dialect d,
     if (railwire_railset_connect("127.0.0.1", port, &o, &rs) < 0)
         return NULL;
     return rs;
+}
+
+/* What the railset holds, for a failure message (a transfer that timed out). */
+static void dump_railset(railwire_railset *rs)
+{
+    rs_lock(rs);
+    fprintf(stderr, "  railset: n_live %u, n_busy %u, pending %zu, active %s, poller %d, "
+            "n_async %zu\n", rs->n_live, rs->n_busy, rs->pending.count,
+            rs->active_head ? "yes" : "no", rs->poller, rs->n_async);
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        const struct rw_rail *r = &rs->rails[i];
+        fprintf(stderr, "  rail %u: state %d, outstanding %zu, busy_pos %d, blocked %d, "
+                "heals %llu, attempts %llu, down %d\n", i, (int)r->stats.state,
+                r->outstanding.count, r->busy_pos, r->blocked,
+                (unsigned long long)r->stats.heals, (unsigned long long)r->stats.heal_attempts,
+                r->stats.last_down_reason);
+        struct rw_tcp_cli_ep *ep = rw_container_of(r->ep, struct rw_tcp_cli_ep, base);
+        pthread_mutex_lock(&ep->lock);
+        fprintf(stderr, "    tcp ep: state %d posted %llu sent %llu answered %llu done %llu "
+                "polled %llu tx_busy %d\n", (int)ep->state, (unsigned long long)ep->posted,
+                (unsigned long long)ep->sent, (unsigned long long)ep->answered,
+                (unsigned long long)ep->done, (unsigned long long)ep->polled, ep->tx_busy);
+        pthread_mutex_unlock(&ep->lock);
+    }
+    for (unsigned k = 0; k < rs->n_busy; k++)
+        fprintf(stderr, "  busy[%u] = %u\n", k, rs->busy[k]);
+    for (struct rw_waiter *w = rs->wait_head; w; w = w->next)
+        fprintf(stderr, "  waiter: handle %llu woken %d\n", (unsigned long long)w->handle,
+                w->woken);
+    rs_unlock(rs);
 }
 
 /* ---- async: exactly-once delivery across threads --------------------- */
@@ -255,9 +286,13 @@ static void *sync_main(void *arg)
         memset(mine, (int)(a->t * 16 + (k & 15)), 64 * KIB);
         int rc = railwire_write(c->rs, c->mr, mine, 64 * KIB, 0, remote, 20000);
         CHECK(rc == 0, "sync write (thread %u): %s", a->t, railwire_strerror(rc));
+        if (rc)
+            dump_railset(c->rs);
         memset(mine + 64 * KIB, 0, 64 * KIB);
         rc = railwire_read(c->rs, c->mr, mine + 64 * KIB, 64 * KIB, 0, remote, 20000);
         CHECK(rc == 0, "sync read (thread %u): %s", a->t, railwire_strerror(rc));
+        if (rc)
+            dump_railset(c->rs);
         CHECK(memcmp(mine, mine + 64 * KIB, 64 * KIB) == 0, "thread %u read back other bytes",
               a->t);
         atomic_fetch_add(&c->sync_ops, 2);
@@ -397,6 +432,8 @@ static void *mr_churn(void *arg)
         if (rc == 0) {
             rc = railwire_read(c->rs, m, b, 4096, 0, 0, 20000);
             CHECK(rc == 0, "read through a fresh registration: %s", railwire_strerror(rc));
+            if (rc)
+                dump_railset(c->rs);
             CHECK(railwire_mr_deregister(m) == 0, "deregister");
         }
     }
@@ -424,6 +461,8 @@ static int run_mr(void)
     for (int k = 0; k < 100; k++) {
         int rc = railwire_read(rs, mr, buf, MIB, 0, (uint64_t)(k % 7) * MIB, 20000);
         CHECK(rc == 0, "read: %s", railwire_strerror(rc));
+        if (rc)
+            dump_railset(rs);
         if (k == 50) {
             rs_lock(rs);
             rs->ops->ep_kill(rs->rails[0].ep); /* a heal swaps registrations meanwhile */
@@ -472,7 +511,7 @@ static int run_servers(void)
 
 int main(void)
 {
-    railwire_log_set_level(RAILWIRE_LOG_ERROR);
+    railwire_log_set_level(getenv("RAILWIRE_LOG") ? RAILWIRE_LOG_INFO : RAILWIRE_LOG_ERROR);
     layer = malloc(LAYER);
     for (size_t i = 0; i < LAYER; i++)
         layer[i] = pat(i);
