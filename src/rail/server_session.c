@@ -391,6 +391,7 @@ void rw_conn_start(struct rw_conn *c)
         return;
     }
     c->hs_live = 1;
+    rw_info_rl("server: client %s connected", c->name);
     if (rw_srv_watch(c, RW_WATCH_IN) < 0) {
         hs_failed(c, "epoll_ctl failed");
         return;
