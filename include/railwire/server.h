@@ -1,12 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /* The server side: publishes read-only layers (RO dialect) or one
  * read-write arena (RW dialect) on one listening port, and serves many
- * clients at once.  A client over a cap is rejected by closing its control
- * connection (the reason goes to the log).  When a client's control
- * connection ends, its session lingers: its rails are released once they
- * are dead as well (tcp: every rail connection closed or failed) or when
- * the linger runs out (verbs has no other liveness signal, so there the
- * linger is the bound); the log says why each session was released. */
+ * clients at once.
+ *
+ * Admission (docs/security.md has the threat model and every bound):
+ * - A connection is checked against the allowlist at accept (refused: closed
+ *   at once).  Until its handshake completes it lives in a bounded pool of
+ *   pending connections (max_pending; when full the oldest is evicted), with
+ *   a deadline per step: first_byte_timeout_ms for the request byte, then
+ *   io_timeout_ms for the params and the client's ids, and for the ack.
+ * - Caps (max_clients, max_sessions_per_peer, max_rails_per_client) are
+ *   checked when the request arrives, before anything is allocated; a client
+ *   over a cap is rejected by closing its control connection (it sees
+ *   peer-rejected; the reason goes to the log).  A connection takes a slot
+ *   under max_clients when the server answers it with params (that is when
+ *   its rails are allocated) and is counted as a session once its ack is
+ *   sent; one that has not sent its request holds no slot.
+ * - Rails that have not attached within io_timeout_ms of the ack are
+ *   released; a session none of whose rails attached is released.
+ * - When a client's control connection ends, its session lingers: its rails
+ *   are released once they are dead as well (tcp: every rail connection
+ *   closed or failed) or when the linger runs out (verbs has no other
+ *   liveness signal, so there the linger is the bound).  A session whose
+ *   every rail has closed is released even while its control connection is
+ *   open (a session cannot get a rail back).  The log says why each session
+ *   was released, and railwire_server_stats() counts it.
+ *
+ * Threads: one event loop serves every control connection (handshakes,
+ * deadlines, lingers); the transport may add its own (tcp: per rail
+ * connection today).  Every function here is thread-safe: create, destroy,
+ * stats and the getters may be called from any thread (destroy once). */
 #ifndef RAILWIRE_SERVER_H
 #define RAILWIRE_SERVER_H
 
@@ -72,14 +95,70 @@ typedef struct railwire_server_opts {
                                           rails are kept until they are all dead or this
                                           long has passed; default 30000, 0 = release at
                                           once.  A lingering session counts against the caps */
+    /* Admission. */
+    unsigned max_sessions_per_peer;    /* per client IP address: at most this many sessions
+                                          (lingering and in-handshake ones included) and at
+                                          most this many pending connections; default 16,
+                                          0 = no cap */
+    unsigned max_pending;              /* connections still in the handshake, server-wide;
+                                          when full the oldest is evicted; default 256 */
+    int first_byte_timeout_ms;         /* a new connection must send its request byte
+                                          within this long; default 2000, never more than
+                                          io_timeout_ms */
+    /* Who may connect: CIDR blocks ("10.1.0.0/16", "fd00::/8", or one address,
+     * "192.0.2.7"); IPv4 peers on an IPv6 listener (::ffff:a.b.c.d) match IPv4
+     * blocks.  n_allow == 0: everyone.  Borrowed for create only. */
+    const char *const *allow;
+    unsigned n_allow;
 } railwire_server_opts;
+
+/* Counters of one server, filled by railwire_server_stats() (a struct tag,
+ * not a typedef, like struct stat and stat()).  Gauges say what is now;
+ * every other field counts events since create.  Fields may be appended in
+ * later versions, never reordered. */
+struct railwire_server_stats {
+    /* Gauges. */
+    uint64_t sessions_live;      /* handshake complete and not released (lingering included) */
+    uint64_t sessions_lingering; /* of those, sessions whose control connection ended */
+    uint64_t pending;            /* connections in the handshake pool */
+    uint64_t slots_held;         /* slots taken under max_clients: live sessions plus
+                                    handshakes past the params */
+    uint64_t rails_live;         /* rails of live sessions not yet released */
+    uint64_t accept_paused;      /* 1 while accepting is paused (out of descriptors/memory) */
+    /* Connections. */
+    uint64_t accepted;           /* control connections accepted */
+    uint64_t sessions_opened;    /* handshakes completed (ack sent) */
+    /* Sessions released, by reason (they add up to sessions_opened - sessions_live). */
+    uint64_t released_control_ended;    /* control connection ended and every rail closed
+                                           (or session_linger_ms is 0) */
+    uint64_t released_linger_expired;   /* control ended, rails still up when the linger ran out */
+    uint64_t released_no_rail_attached; /* no rail attached within io_timeout_ms of the ack */
+    uint64_t released_rails_closed;     /* every rail closed while the control connection was open */
+    uint64_t released_server_stopping;  /* railwire_server_destroy() */
+    uint64_t rails_never_attached;      /* rails released because they had not attached within
+                                           io_timeout_ms of the ack */
+    /* Refusals, by class. */
+    uint64_t rejected_allowlist;   /* peers outside `allow`, closed at accept */
+    uint64_t rejected_per_peer;    /* over max_sessions_per_peer (pending or sessions) */
+    uint64_t rejected_max_clients; /* over max_clients */
+    uint64_t rejected_rails;       /* rail count 0, over max_rails_per_client, or RO over 8 */
+    uint64_t rejected_setup;       /* the server could not create the rails (see the log) */
+    uint64_t evicted;              /* pending connections closed because the pool was full */
+    uint64_t handshake_timeouts;   /* a step missed its deadline (first byte, ids, ack) */
+    uint64_t handshake_failures;   /* malformed bytes, end of stream or reset mid-handshake,
+                                      a rail that could not be connected */
+    /* Faults. */
+    uint64_t accept_errors;        /* accept failures other than "nothing to accept" */
+    uint64_t accept_pauses;        /* times accepting was paused for lack of descriptors or
+                                      memory (EMFILE, ENFILE, ENOMEM, ENOBUFS) */
+};
 
 /* Fills *o with the defaults. */
 RAILWIRE_API void railwire_server_opts_init(railwire_server_opts *o);
 
 /* Registers the memory (once per domain), binds the listening port and
- * starts serving in background threads: one accept thread, one thread per
- * client session.  Returns 0, RAILWIRE_E_INVALID (bad options),
+ * starts serving in one background thread (the event loop).  Returns 0,
+ * RAILWIRE_E_INVALID (bad options, an allow entry that is not a CIDR block),
  * RAILWIRE_E_LIMIT (over max_bytes), RAILWIRE_E_CONNECT (cannot listen), or a
  * transport error.  On success *out is owned by the caller; release it with
  * railwire_server_destroy(). */
@@ -88,12 +167,21 @@ RAILWIRE_API int railwire_server_create(const railwire_server_opts *o, railwire_
 /* The bound control port (useful with listen_port "0"). */
 RAILWIRE_API unsigned railwire_server_port(const railwire_server *srv);
 
-/* Number of live sessions. */
+/* Number of live sessions: handshake complete and not released, lingering
+ * ones included (connections still in the handshake are not sessions; see
+ * railwire_server_stats() for them).  0 for NULL. */
 RAILWIRE_API unsigned railwire_server_sessions(const railwire_server *srv);
 
-/* Stops accepting, closes every session, deregisters the memory and frees
- * the server.  Returns within about the accept poll interval plus any rail
- * connect in progress (bounded by io_timeout_ms).  NULL is a no-op. */
+/* Copies a consistent snapshot of the server's counters into *out (owned by
+ * the caller).  Returns 0, or RAILWIRE_E_INVALID for a NULL argument.
+ * Thread-safe; never blocks on the network. */
+RAILWIRE_API int railwire_server_stats(const railwire_server *srv,
+                                       struct railwire_server_stats *out);
+
+/* Stops accepting, closes every connection and session (each released
+ * session is logged and counted as released_server_stopping), deregisters
+ * the memory and frees the server.  Returns once the event loop has
+ * finished its current step and released every rail.  NULL is a no-op. */
 RAILWIRE_API void railwire_server_destroy(railwire_server *srv);
 
 #ifdef __cplusplus

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The server: publish memory on every domain once, listen, accept clients
- * into their own session threads, and tear everything down in bounded time. */
-#include <errno.h>
-#include <poll.h>
+/* The server: options, publishing the memory on every domain once, the
+ * listeners, and tearing everything down in bounded time.  The serving
+ * itself runs on the event loop (server_loop.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +15,7 @@
 #include "rail/sock.h"
 #include "rail/transport_select.h"
 
-#define RW_SERVER_BACKLOG 128
-#define RW_REJECT_LINGER_MS 2000
+#define RW_SERVER_BACKLOG 1024
 
 void railwire_server_opts_init(railwire_server_opts *o)
 {
@@ -33,6 +31,9 @@ void railwire_server_opts_init(railwire_server_opts *o)
     o->max_clients = 64;
     o->io_timeout_ms = 10000;
     o->session_linger_ms = RW_DEFAULT_SESSION_LINGER_MS;
+    o->max_sessions_per_peer = RW_DEFAULT_MAX_PER_PEER;
+    o->max_pending = RW_DEFAULT_MAX_PENDING;
+    o->first_byte_timeout_ms = RW_DEFAULT_FIRST_BYTE_MS;
 }
 
 static int check_opts(const railwire_server_opts *o)
@@ -78,6 +79,14 @@ static int check_opts(const railwire_server_opts *o)
     }
     if (o->max_clients == 0) {
         rw_err("server: max_clients must be at least 1");
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->max_pending == 0) {
+        rw_err("server: max_pending must be at least 1");
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->first_byte_timeout_ms < 0) {
+        rw_err("server: first_byte_timeout_ms %d is negative", o->first_byte_timeout_ms);
         return RAILWIRE_E_INVALID;
     }
     if (o->session_linger_ms < 0) {
@@ -160,142 +169,6 @@ static int open_domain(void *arg, unsigned i)
     return 0;
 }
 
-/* Joins and frees finished sessions (all of them when `all`). */
-static void reap(struct railwire_server *srv, int all)
-{
-    for (;;) {
-        struct rw_session *victim = NULL;
-        pthread_mutex_lock(&srv->lock);
-        for (struct rw_session **pp = &srv->sessions; *pp; pp = &(*pp)->next) {
-            if (all || atomic_load(&(*pp)->done)) {
-                victim = *pp;
-                *pp = victim->next;
-                break;
-            }
-        }
-        pthread_mutex_unlock(&srv->lock);
-        if (!victim)
-            return;
-        pthread_join(victim->thread, NULL);
-        close(victim->fd);
-        free(victim);
-    }
-}
-
-/* Rejects a client over the clients cap: end-of-stream now (the client sees
- * peer-rejected), then drain what it sent and close it later, so the close
- * does not turn into a reset. */
-static void reject_over_cap(struct railwire_server *srv, int fd, const char *peer)
-{
-    rw_warn("server: rejecting client %s: %u sessions already (max_clients)", peer,
-            srv->max_clients);
-    shutdown(fd, SHUT_WR);
-    if (srv->n_rej == RW_SERVER_MAX_REJECTING) {
-        close(fd);
-        return;
-    }
-    srv->rej_fd[srv->n_rej] = fd;
-    srv->rej_deadline[srv->n_rej] = rw_now_ms() + RW_REJECT_LINGER_MS;
-    srv->n_rej++;
-}
-
-static void drain_rejected(struct railwire_server *srv, const struct pollfd *pfd)
-{
-    int64_t now = rw_now_ms();
-    for (unsigned i = 0; i < srv->n_rej;) {
-        int fin = now >= srv->rej_deadline[i];
-        if (!fin && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-            uint8_t junk[256];
-            ssize_t n = recv(srv->rej_fd[i], junk, sizeof(junk), 0);
-            fin = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
-        }
-        if (fin) {
-            close(srv->rej_fd[i]);
-            srv->rej_fd[i] = srv->rej_fd[srv->n_rej - 1];
-            srv->rej_deadline[i] = srv->rej_deadline[srv->n_rej - 1];
-            srv->n_rej--;
-            break; /* pfd indices no longer match: the rest next round */
-        }
-        i++;
-    }
-}
-
-static void accept_one(struct railwire_server *srv, int lfd)
-{
-    int fd;
-    if (rw_sock_accept(lfd, &fd) < 0)
-        return;
-    char peer[80];
-    rw_sock_name(fd, 1, peer, sizeof(peer));
-    /* The control connection is the session's liveness signal: a client
-     * that vanishes without a FIN must still end its session. */
-    rw_sock_keepalive(fd, srv->io_timeout_ms);
-    pthread_mutex_lock(&srv->lock);
-    int full = srv->n_live >= srv->max_clients;
-    pthread_mutex_unlock(&srv->lock);
-    if (full) {
-        reject_over_cap(srv, fd, peer);
-        return;
-    }
-    struct rw_session *ss = calloc(1, sizeof(*ss));
-    if (!ss) {
-        rw_err("server: out of memory for client %s; closing it", peer);
-        close(fd);
-        return;
-    }
-    ss->srv = srv;
-    ss->fd = fd;
-    memcpy(ss->peer, peer, sizeof(ss->peer));
-    atomic_init(&ss->done, 0);
-    pthread_mutex_lock(&srv->lock);
-    srv->n_live++;
-    int rc = pthread_create(&ss->thread, NULL, rw_session_main, ss);
-    if (rc == 0) {
-        ss->next = srv->sessions;
-        srv->sessions = ss;
-    } else {
-        srv->n_live--;
-    }
-    pthread_mutex_unlock(&srv->lock);
-    if (rc != 0) {
-        rw_err("server: cannot start a thread for client %s (%s); closing it", peer, strerror(rc));
-        close(fd);
-        free(ss);
-        return;
-    }
-    rw_info("server: client %s connected", peer);
-}
-
-static void *accept_main(void *arg)
-{
-    struct railwire_server *srv = arg;
-    struct pollfd pfd[RW_SERVER_MAX_REJECTING + RW_SERVER_MAX_LISTENERS];
-    struct pollfd *lp = pfd + RW_SERVER_MAX_REJECTING;
-    while (!atomic_load(&srv->stop)) {
-        for (unsigned i = 0; i < srv->n_rej; i++) {
-            pfd[i].fd = srv->rej_fd[i];
-            pfd[i].events = POLLIN;
-            pfd[i].revents = 0;
-        }
-        for (unsigned i = srv->n_rej; i < RW_SERVER_MAX_REJECTING; i++)
-            pfd[i] = (struct pollfd){.fd = -1};
-        for (unsigned i = 0; i < srv->n_lfd; i++)
-            lp[i] = (struct pollfd){.fd = srv->lfd[i], .events = POLLIN};
-        int rc = poll(pfd, RW_SERVER_MAX_REJECTING + srv->n_lfd, 100);
-        if (rc < 0 && errno != EINTR) {
-            rw_err("server: poll on the listening sockets failed: %s", strerror(errno));
-            break;
-        }
-        if (srv->n_rej)
-            drain_rejected(srv, pfd);
-        for (unsigned i = 0; rc > 0 && i < srv->n_lfd; i++)
-            if (lp[i].revents & POLLIN)
-                accept_one(srv, srv->lfd[i]);
-        reap(srv, 0);
-    }
-    return NULL;
-}
-
 /* Binds every control address on one port.  tcp rails without rail_addrs
  * listen where the control port does: each listener's numeric address is
  * kept, even when the host was a name. */
@@ -341,8 +214,18 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
     srv->max_clients = o->max_clients;
     srv->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 10000;
     srv->linger_ms = o->session_linger_ms;
+    srv->max_per_peer = o->max_sessions_per_peer;
+    srv->max_pending = o->max_pending;
+    srv->first_byte_ms = o->first_byte_timeout_ms > 0 ? o->first_byte_timeout_ms
+                                                      : RW_DEFAULT_FIRST_BYTE_MS;
+    if (srv->first_byte_ms > srv->io_timeout_ms)
+        srv->first_byte_ms = srv->io_timeout_ms;
+    srv->epfd = srv->wake_fd = -1;
     atomic_init(&srv->stop, 0);
-    pthread_mutex_init(&srv->lock, NULL);
+    pthread_mutex_init(&srv->stats_lock, NULL);
+    rc = rw_srv_allow_parse(srv, o->allow, o->n_allow);
+    if (rc < 0)
+        goto fail;
     rc = rw_transport_select(o->transport, &srv->ops);
     if (rc < 0)
         goto fail;
@@ -377,16 +260,15 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
     rc = rw_parallel_for(nd, 1, open_domain, &ocx);
     if (rc < 0)
         goto fail;
-    int prc = pthread_create(&srv->accept_thread, NULL, accept_main, srv);
-    if (prc != 0) {
-        rw_err("server: cannot start the accept thread: %s", strerror(prc));
-        rc = RAILWIRE_E_SYSTEM;
+    rc = rw_srv_loop_start(srv);
+    if (rc < 0)
         goto fail;
-    }
-    srv->accept_started = 1;
     rw_info("server: %s dialect on port %u (%u address(es)) over %s (%u domain(s)), session "
-            "linger %d ms", srv->dialect == RAILWIRE_DIALECT_RO ? "RO" : "RW", srv->port,
-            srv->n_lfd, srv->ops->name, nd, srv->linger_ms);
+            "linger %d ms; admission: %u sessions, %u per peer%s, %u pending, first byte "
+            "within %d ms, %s", srv->dialect == RAILWIRE_DIALECT_RO ? "RO" : "RW", srv->port,
+            srv->n_lfd, srv->ops->name, nd, srv->linger_ms, srv->max_clients, srv->max_per_peer,
+            srv->max_per_peer ? "" : " (no cap)", srv->max_pending, srv->first_byte_ms,
+            srv->n_allow ? "allowlist" : "every address may connect");
     *out = srv;
     return 0;
 
@@ -400,37 +282,20 @@ unsigned railwire_server_port(const railwire_server *srv)
     return srv ? srv->port : 0;
 }
 
-unsigned railwire_server_sessions(const railwire_server *srv)
-{
-    if (!srv)
-        return 0;
-    pthread_mutex_lock((pthread_mutex_t *)&srv->lock);
-    unsigned n = srv->n_live;
-    pthread_mutex_unlock((pthread_mutex_t *)&srv->lock);
-    return n;
-}
-
 void railwire_server_destroy(railwire_server *srv)
 {
     if (!srv)
         return;
-    atomic_store(&srv->stop, 1);
-    if (srv->accept_started)
-        pthread_join(srv->accept_thread, NULL);
+    rw_srv_loop_stop(srv);
     for (unsigned i = 0; i < srv->n_lfd; i++)
         close(srv->lfd[i]);
-    for (unsigned i = 0; i < srv->n_rej; i++)
-        close(srv->rej_fd[i]);
-    pthread_mutex_lock(&srv->lock);
-    for (struct rw_session *s = srv->sessions; s; s = s->next)
-        shutdown(s->fd, SHUT_RDWR); /* wakes a session blocked in the handshake */
-    pthread_mutex_unlock(&srv->lock);
-    reap(srv, 1);
     if (srv->doms)
         for (unsigned i = srv->n_doms; i-- > 0;)
             close_domain(srv->ops, &srv->doms[i]);
+    rw_srv_peers_free(srv);
     free(srv->doms);
     free(srv->defaults);
-    pthread_mutex_destroy(&srv->lock);
+    free(srv->allow);
+    pthread_mutex_destroy(&srv->stats_lock);
     free(srv);
 }

@@ -1,32 +1,141 @@
 /* SPDX-License-Identifier: MIT */
-/* One client session of the server, in its own thread: caps, rails,
- * handshake, then the control connection as the liveness signal. */
+/* One control connection on the server's event loop: the handshake state
+ * machine of wire/handshake.h over a non-blocking socket (each step with
+ * its deadline), then the session: the control connection as one liveness
+ * signal, the rails as the other, the attach deadline and the linger. */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/time.h"
-#include "rail/handshake_drive.h"
 #include "rail/server_internal.h"
 #include "rail/sock.h"
-#include "wire/handshake.h"
 
-struct session_run {
-    struct rw_session *ss;
-    struct railwire_server *srv;
-    struct rw_hs_io io;
-    struct rw_hs_server hs;
-    struct sockaddr_storage local;
-    unsigned n;
-    struct rw_ep **eps;
-};
+#define RW_WATCH_IN (EPOLLIN | EPOLLRDHUP)
+#define RW_DRAIN_READS 16 /* reads per wakeup of bytes nobody expects */
+
+static const char *const step_what[3] = {"its request byte", "its rail ids (after the params)",
+                                         "the ack"};
+static const char *const step_late[3] = {"sent no request byte", "did not send its rail ids",
+                                         "did not take the ack"};
+
+static void close_fd(struct rw_conn *c)
+{
+    if (c->fd < 0)
+        return;
+    rw_srv_watch(c, 0);
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* Reads and drops what is readable now, so a close does not turn into a
+ * reset.  Returns 1 at end of stream or on an error, 0 otherwise. */
+static int drain(int fd)
+{
+    uint8_t junk[4096];
+    for (int i = 0; i < RW_DRAIN_READS; i++) {
+        ssize_t k = recv(fd, junk, sizeof(junk), MSG_DONTWAIT);
+        if (k > 0)
+            continue;
+        if (k < 0 && errno == EINTR)
+            continue;
+        return !(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    }
+    return 0;
+}
+
+static void destroy_eps(struct rw_conn *c)
+{
+    if (!c->eps)
+        return;
+    for (unsigned i = c->n; i-- > 0;)
+        if (c->eps[i])
+            c->srv->ops->ep_destroy(c->eps[i]);
+    free(c->eps);
+    c->eps = NULL;
+}
+
+static unsigned eps_left(const struct rw_conn *c)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; c->eps && i < c->n; i++)
+        n += c->eps[i] != NULL;
+    return n;
+}
+
+static void give_slot(struct rw_conn *c)
+{
+    struct railwire_server *srv = c->srv;
+    if (!c->slot)
+        return;
+    c->slot = 0;
+    srv->slots_held--;
+    c->peer->sessions--;
+    rw_srv_count(srv, RW_ST(slots_held), -1);
+}
+
+/* Leaves the pending pool (the handshake ended one way or another). */
+static void leave_pool(struct rw_conn *c)
+{
+    if (c->phase != RW_CONN_HANDSHAKE)
+        return;
+    c->peer->pending--;
+    rw_srv_count(c->srv, RW_ST(pending), -1);
+}
+
+/* The handshake ended without a session: frees what it held. */
+static void end_handshake(struct rw_conn *c)
+{
+    destroy_eps(c);
+    give_slot(c);
+    leave_pool(c);
+    struct rw_srv_peer *p = c->peer;
+    c->peer = NULL;
+    rw_srv_peer_put(c->srv, p);
+}
+
+void rw_conn_reject_close(struct rw_conn *c)
+{
+    struct railwire_server *srv = c->srv;
+    if (c->phase == RW_CONN_HANDSHAKE)
+        end_handshake(c);
+    int done = drain(c->fd);
+    shutdown(c->fd, SHUT_WR);
+    if (done || srv->closing.n >= RW_SERVER_MAX_REJECTING) {
+        close_fd(c);
+        rw_conn_set_phase(c, RW_CONN_DEAD);
+        return;
+    }
+    c->deadline_ms = rw_now_ms() + RW_REJECT_LINGER_MS;
+    rw_conn_set_phase(c, RW_CONN_CLOSING);
+    if (rw_srv_watch(c, RW_WATCH_IN) < 0) {
+        close_fd(c);
+        rw_conn_set_phase(c, RW_CONN_DEAD);
+    }
+}
+
+void rw_conn_drop(struct rw_conn *c)
+{
+    end_handshake(c);
+    close_fd(c);
+    rw_conn_set_phase(c, RW_CONN_DEAD);
+}
+
+/* A failed handshake: counted, logged (rate-limited) and closed. */
+static void hs_failed(struct rw_conn *c, const char *what)
+{
+    rw_srv_count(c->srv, RW_ST(handshake_failures), 1);
+    rw_warn_rl("server: client %s: handshake failed (%s); closing", c->name, what);
+    rw_conn_drop(c);
+}
 
 /* Returns NULL when the request is acceptable, else the reason. */
-static const char *check_caps(const struct railwire_server *srv, unsigned n, char *buf, size_t cap)
+static const char *check_rails(const struct railwire_server *srv, unsigned n, char *buf,
+                               size_t cap)
 {
     if (n == 0)
         return "it asked for 0 rails";
@@ -36,251 +145,449 @@ static const char *check_caps(const struct railwire_server *srv, unsigned n, cha
         return buf;
     }
     if (n > srv->max_rails) {
-        snprintf(buf, cap, "it asked for %u rails; the cap is %u rails per client", n,
-                 srv->max_rails);
+        snprintf(buf, cap, "it asked for %u rails; the cap is %u rails per client (max_rails)",
+                 n, srv->max_rails);
         return buf;
     }
     return NULL;
 }
 
-static int create_eps(struct session_run *r)
+static int create_eps(struct rw_conn *c)
 {
-    struct railwire_server *srv = r->srv;
-    r->eps = calloc(r->n, sizeof(*r->eps));
-    if (!r->eps)
+    struct railwire_server *srv = c->srv;
+    c->eps = calloc(c->n, sizeof(*c->eps));
+    if (!c->eps)
         return RAILWIRE_E_NOMEM;
-    for (unsigned i = 0; i < r->n; i++) {
+    for (unsigned i = 0; i < c->n; i++) {
         struct rw_srv_domain *d = &srv->doms[i % srv->n_doms];
         unsigned depth = d->dom->max_qp_wr ? d->dom->max_qp_wr : 64;
         if (depth > 256)
             depth = 256;
         struct rw_ep_cfg cfg = {.depth = depth, .exposed = d->mrs, .n_exposed = d->n,
-                                .advertise = &r->local};
-        int rc = srv->ops->ep_create(d->dom, &cfg, &r->eps[i]);
+                                .advertise = &c->local};
+        int rc = srv->ops->ep_create(d->dom, &cfg, &c->eps[i]);
         if (rc < 0) {
-            r->eps[i] = NULL;
-            rw_err("server: client %s: cannot create rail %u on %s (%s)", r->ss->peer, i,
-                   d->dom->name, railwire_error_class(rc));
+            c->eps[i] = NULL;
+            rw_err_rl("server: client %s: cannot create rail %u on %s (%s)", c->name, i,
+                      d->dom->name, railwire_error_class(rc));
             return rc;
         }
     }
     return 0;
 }
 
-static int send_params(struct session_run *r)
+static int give_params(struct rw_conn *c)
 {
-    struct railwire_server *srv = r->srv;
+    struct railwire_server *srv = c->srv;
     int rc;
     if (srv->dialect == RAILWIRE_DIALECT_RO) {
-        struct rw_ro_params *p = calloc(r->n, sizeof(*p));
+        struct rw_ro_params *p = calloc(c->n, sizeof(*p));
         if (!p)
             return RAILWIRE_E_NOMEM;
-        for (unsigned i = 0; i < r->n; i++) {
+        for (unsigned i = 0; i < c->n; i++) {
             struct rw_srv_domain *d = &srv->doms[i % srv->n_doms];
-            p[i].qp = r->eps[i]->local;
+            p[i].qp = c->eps[i]->local;
             p[i].n_layers = d->n;
             p[i].layers = d->descs;
         }
-        rc = rw_hs_server_set_ro_params(&r->hs, p, r->n);
+        rc = rw_hs_server_set_ro_params(&c->hs, p, c->n);
         free(p);
     } else {
-        struct rw_rw_params *p = calloc(r->n, sizeof(*p));
+        struct rw_rw_params *p = calloc(c->n, sizeof(*p));
         if (!p)
             return RAILWIRE_E_NOMEM;
-        for (unsigned i = 0; i < r->n; i++) {
-            p[i].qp = r->eps[i]->local;
+        for (unsigned i = 0; i < c->n; i++) {
+            p[i].qp = c->eps[i]->local;
             p[i].arena = srv->doms[i % srv->n_doms].descs[0];
         }
-        rc = rw_hs_server_set_rw_params(&r->hs, p, r->n);
+        rc = rw_hs_server_set_rw_params(&c->hs, p, c->n);
         free(p);
     }
     if (rc < 0)
-        rw_err("server: client %s: cannot encode the params (%s)", r->ss->peer,
-               railwire_error_class(rc));
+        rw_err_rl("server: client %s: cannot encode the params (%s)", c->name,
+                  railwire_error_class(rc));
     return rc;
 }
 
-/* Waits until the control connection ends or the server stops.  Returns 1
- * when the control connection ended, 0 when the server is stopping. */
-static int hold_control(struct session_run *r)
+/* The request byte arrived (NEED_PARAMS): caps, then a slot and the rails,
+ * or a rejection. */
+static void on_request(struct rw_conn *c)
 {
-    uint8_t junk[256];
-    while (!atomic_load(&r->srv->stop)) {
-        struct pollfd p = {.fd = r->ss->fd, .events = POLLIN};
-        int rc = poll(&p, 1, 200);
-        if (rc < 0 && errno != EINTR)
-            return 1;
-        if (rc <= 0)
-            continue;
-        ssize_t n = recv(r->ss->fd, junk, sizeof(junk), 0);
-        if (n == 0)
-            return 1;
-        if (n < 0 && errno != EAGAIN && errno != EINTR)
-            return 1;
-        /* Bytes after the ack are not part of the conversation: ignore them. */
+    struct railwire_server *srv = c->srv;
+    char buf[160];
+    c->n = c->hs.n_rails;
+    const char *why = check_rails(srv, c->n, buf, sizeof(buf));
+    size_t counter = RW_ST(rejected_rails);
+    if (!why && srv->max_per_peer && c->peer->sessions >= srv->max_per_peer) {
+        snprintf(buf, sizeof(buf), "%u sessions from this address already "
+                 "(max_sessions_per_peer)", c->peer->sessions);
+        why = buf;
+        counter = RW_ST(rejected_per_peer);
     }
-    return 0;
+    if (!why && srv->slots_held >= srv->max_clients) {
+        snprintf(buf, sizeof(buf), "%u sessions already (max_clients)", srv->slots_held);
+        why = buf;
+        counter = RW_ST(rejected_max_clients);
+    }
+    if (!why) {
+        c->slot = 1;
+        srv->slots_held++;
+        c->peer->sessions++;
+        rw_srv_count(srv, RW_ST(slots_held), 1);
+        int rc = create_eps(c);
+        if (rc == 0)
+            rc = give_params(c);
+        if (rc < 0) {
+            snprintf(buf, sizeof(buf), "cannot set up its %u rail(s) (%s)", c->n,
+                     railwire_error_class(rc));
+            why = buf;
+            counter = RW_ST(rejected_setup);
+        }
+    }
+    if (why) {
+        rw_warn_rl("server: rejecting client %s: %s", c->name, why);
+        rw_srv_count(srv, counter, 1);
+        if (c->hs.state == RW_HS_NEED_PARAMS)
+            rw_hs_server_reject(&c->hs);
+        rw_conn_reject_close(c);
+        return;
+    }
+    c->step = 1;
+    c->deadline_ms = rw_now_ms() + srv->io_timeout_ms;
 }
 
-/* Counts the session's rails that may still carry traffic: attached and
- * serving, of unknown state (verbs), or still expected within the attach
- * deadline. */
-static unsigned rails_alive(const struct session_run *r, int64_t now, int64_t attach_deadline)
+/* The client's ids arrived (NEED_DECISION): every rail expects its
+ * connection, then the ack.  The ack never waits for the rails. */
+static int on_ids(struct rw_conn *c)
 {
+    struct railwire_server *srv = c->srv;
+    int accept = 1;
+    for (unsigned i = 0; i < c->n && accept; i++) {
+        int rc = srv->ops->ep_connect(c->eps[i], &c->hs.ids[i], 0);
+        if (rc < 0) {
+            rw_warn_rl("server: refusing client %s: rail %u did not connect (%s); check the "
+                       "client's log and the rail addresses", c->name, i,
+                       railwire_error_class(rc));
+            accept = 0;
+        }
+    }
+    rw_hs_server_decide(&c->hs, accept);
+    c->step = 2;
+    c->deadline_ms = rw_now_ms() + srv->io_timeout_ms;
+    return accept;
+}
+
+static void become_session(struct rw_conn *c)
+{
+    struct railwire_server *srv = c->srv;
+    leave_pool(c);
+    rw_hs_server_fini(&c->hs);
+    c->hs_live = 0;
+    c->acked_ms = rw_now_ms();
+    rw_conn_set_phase(c, RW_CONN_SESSION);
+    pthread_mutex_lock(&srv->stats_lock);
+    srv->st.sessions_live++;
+    srv->st.sessions_opened++;
+    srv->st.rails_live += c->n;
+    pthread_mutex_unlock(&srv->stats_lock);
+    rw_info_rl("server: client %s: %u %s rail(s) up", c->name, c->n, srv->ops->name);
+    if (rw_srv_watch(c, RW_WATCH_IN) < 0)
+        rw_conn_release(c, RW_ST(released_control_ended), "its control connection cannot be "
+                        "watched (epoll_ctl failed)");
+}
+
+/* Runs the handshake as far as the socket allows without waiting. */
+static void progress(struct rw_conn *c)
+{
+    char what[96];
+    while (c->phase == RW_CONN_HANDSHAKE) {
+        const uint8_t *p;
+        uint8_t buf[4096];
+        size_t n;
+        ssize_t k;
+        switch (c->hs.state) {
+        case RW_HS_SEND:
+            n = rw_hs_server_pending(&c->hs, &p);
+            k = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (k > 0) {
+                rw_hs_server_sent(&c->hs, (size_t)k);
+            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                if (rw_srv_watch(c, RW_WATCH_IN | EPOLLOUT) < 0)
+                    hs_failed(c, "epoll_ctl failed");
+                return;
+            } else if (!(k < 0 && errno == EINTR)) {
+                snprintf(what, sizeof(what), "sending to it failed: %s",
+                         k < 0 ? strerror(errno) : "no progress");
+                hs_failed(c, what);
+                return;
+            }
+            break;
+        case RW_HS_RECV:
+            /* Exactly what the message still needs: never a byte past it. */
+            n = rw_hs_server_need(&c->hs);
+            n = n == 0 ? 1 : n > sizeof(buf) ? sizeof(buf) : n;
+            k = recv(c->fd, buf, n, MSG_DONTWAIT);
+            if (k > 0) {
+                ssize_t used = rw_hs_server_feed(&c->hs, buf, (size_t)k);
+                if (used < 0) {
+                    snprintf(what, sizeof(what), "%s", railwire_error_class((int)used));
+                    hs_failed(c, what);
+                    return;
+                }
+            } else if (k == 0) {
+                int e = rw_hs_server_eof(&c->hs);
+                snprintf(what, sizeof(what), "it closed the connection before %s: %s",
+                         step_what[c->step], railwire_error_class(e));
+                hs_failed(c, what);
+                return;
+            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (rw_srv_watch(c, RW_WATCH_IN) < 0)
+                    hs_failed(c, "epoll_ctl failed");
+                return;
+            } else if (errno != EINTR) {
+                snprintf(what, sizeof(what), "receiving failed: %s", strerror(errno));
+                hs_failed(c, what);
+                return;
+            }
+            break;
+        case RW_HS_NEED_PARAMS:
+            on_request(c);
+            break;
+        case RW_HS_NEED_DECISION:
+            c->refused = !on_ids(c);
+            break;
+        case RW_HS_DONE:
+            if (c->refused || c->step != 2) {
+                hs_failed(c, "a rail could not be connected");
+                return;
+            }
+            become_session(c);
+            return;
+        case RW_HS_REJECTED:
+            rw_conn_reject_close(c);
+            return;
+        default:
+            snprintf(what, sizeof(what), "%s", railwire_error_class(c->hs.error));
+            hs_failed(c, what);
+            return;
+        }
+    }
+}
+
+void rw_conn_start(struct rw_conn *c)
+{
+    struct railwire_server *srv = c->srv;
+    socklen_t sl = sizeof(c->local);
+    if (getsockname(c->fd, (struct sockaddr *)&c->local, &sl) < 0)
+        memset(&c->local, 0, sizeof(c->local));
+    /* The control connection is the session's liveness signal: a client
+     * that vanishes without a FIN must still end its session. */
+    rw_sock_keepalive(c->fd, srv->io_timeout_ms);
+    c->born_ms = rw_now_ms();
+    c->deadline_ms = c->born_ms + srv->first_byte_ms;
+    c->step = 0;
+    if (rw_hs_server_init(&c->hs, srv->dialect) < 0) {
+        hs_failed(c, "cannot start the handshake");
+        return;
+    }
+    c->hs_live = 1;
+    rw_info_rl("server: client %s connected", c->name);
+    if (rw_srv_watch(c, RW_WATCH_IN) < 0) {
+        hs_failed(c, "epoll_ctl failed");
+        return;
+    }
+    progress(c); /* the request byte is often there already */
+}
+
+/* Counts the rails that may still carry traffic: attached and serving, of
+ * unknown state (verbs), or still expected within the attach deadline. */
+static unsigned rails_alive(const struct rw_conn *c, int64_t now)
+{
+    const struct railwire_server *srv = c->srv;
     unsigned alive = 0;
-    for (unsigned i = 0; i < r->n; i++) {
-        int st = r->srv->ops->ep_liveness ? r->srv->ops->ep_liveness(r->eps[i]) : RW_EP_UNKNOWN;
-        if (st == RW_EP_LIVE || st == RW_EP_UNKNOWN || (st == RW_EP_WAITING && now < attach_deadline))
+    for (unsigned i = 0; i < c->n; i++) {
+        if (!c->eps[i])
+            continue;
+        int st = srv->ops->ep_liveness ? srv->ops->ep_liveness(c->eps[i]) : RW_EP_UNKNOWN;
+        if (st == RW_EP_LIVE || st == RW_EP_UNKNOWN ||
+            (st == RW_EP_WAITING && now < c->acked_ms + srv->io_timeout_ms))
             alive++;
     }
     return alive;
 }
 
-/* The control connection ended: keeps the session while its rails live,
- * for at most the linger.  Writes why it ends into why. */
-static void linger(struct session_run *r, int64_t acked_ms, char *why, size_t cap)
+static void control_ended(struct rw_conn *c, int64_t now)
 {
-    struct railwire_server *srv = r->srv;
-    int64_t start = rw_now_ms(), attach_deadline = acked_ms + srv->io_timeout_ms;
-    unsigned alive = rails_alive(r, start, attach_deadline);
-
+    struct railwire_server *srv = c->srv;
+    close_fd(c);
+    c->control_end_ms = now;
+    unsigned alive = rails_alive(c, now);
     if (alive == 0) {
-        snprintf(why, cap, "its control connection ended and every rail is closed");
+        rw_conn_release(c, RW_ST(released_control_ended),
+                        "its control connection ended and every rail is closed");
         return;
     }
     if (srv->linger_ms == 0) {
-        snprintf(why, cap, "its control connection ended (session linger 0)");
+        rw_conn_release(c, RW_ST(released_control_ended),
+                        "its control connection ended (session linger 0)");
         return;
     }
-    rw_info("server: client %s: control connection ended; %u of %u rail(s) still live: the "
-            "session lingers for up to %d ms", r->ss->peer, alive, r->n, srv->linger_ms);
-    pthread_mutex_lock(&srv->lock);
-    srv->n_lingering++;
-    pthread_mutex_unlock(&srv->lock);
-    for (;;) {
-        if (atomic_load(&srv->stop)) {
-            snprintf(why, cap, "the server is stopping");
-            break;
-        }
-        int64_t now = rw_now_ms();
-        if (rails_alive(r, now, attach_deadline) == 0) {
-            snprintf(why, cap, "its control connection ended and every rail has closed since "
-                     "(lingered %lld ms)", (long long)(now - start));
-            break;
-        }
-        if (now - start >= srv->linger_ms) {
-            snprintf(why, cap, "its control connection ended and the linger of %d ms ran out",
-                     srv->linger_ms);
-            break;
-        }
-        struct timespec ts = {0, 100 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    pthread_mutex_lock(&srv->lock);
-    srv->n_lingering--;
-    pthread_mutex_unlock(&srv->lock);
+    rw_info_rl("server: client %s: control connection ended; %u of %u rail(s) still live: the "
+               "session lingers for up to %d ms", c->name, alive, c->n, srv->linger_ms);
+    c->linger_end_ms = now + srv->linger_ms;
+    c->phase = RW_CONN_LINGER; /* same list as SESSION */
+    rw_srv_count(srv, RW_ST(sessions_lingering), 1);
 }
 
-static void run(struct session_run *r)
+void rw_conn_event(struct rw_conn *c, unsigned events)
 {
-    struct railwire_server *srv = r->srv;
-    const char *peer = r->ss->peer;
+    switch (c->phase) {
+    case RW_CONN_HANDSHAKE:
+        progress(c);
+        return;
+    case RW_CONN_SESSION: {
+        /* Bytes after the ack are not part of the conversation: dropped.
+         * End of stream or an error ends the control connection. */
+        if (drain(c->fd) || (events & (EPOLLHUP | EPOLLERR)))
+            control_ended(c, rw_now_ms());
+        return;
+    }
+    case RW_CONN_CLOSING:
+        if (drain(c->fd) || (events & (EPOLLHUP | EPOLLERR))) {
+            close_fd(c);
+            rw_conn_set_phase(c, RW_CONN_DEAD);
+        }
+        return;
+    default:
+        return; /* released earlier in this round */
+    }
+}
+
+void rw_conn_expired(struct rw_conn *c, int64_t now)
+{
+    struct railwire_server *srv = c->srv;
+    if (c->phase == RW_CONN_CLOSING) {
+        close_fd(c);
+        rw_conn_set_phase(c, RW_CONN_DEAD);
+        return;
+    }
+    if (c->phase != RW_CONN_HANDSHAKE)
+        return;
+    int limit = c->step == 0 ? srv->first_byte_ms : srv->io_timeout_ms;
+    rw_srv_count(srv, RW_ST(handshake_timeouts), 1);
+    rw_warn_rl("server: client %s %s within %d ms (%lld ms after it connected); closing",
+               c->name, step_late[c->step], limit, (long long)(now - c->born_ms));
+    rw_conn_drop(c);
+}
+
+/* io_timeout_ms after the ack: rails still waiting for their connection
+ * will not get one.  Releases them, and the session when none attached. */
+static void attach_deadline(struct rw_conn *c)
+{
+    struct railwire_server *srv = c->srv;
+    unsigned never = 0, attached = 0;
+    c->attach_checked = 1;
+    for (unsigned i = 0; i < c->n; i++) {
+        if (!c->eps[i])
+            continue;
+        int st = srv->ops->ep_liveness ? srv->ops->ep_liveness(c->eps[i]) : RW_EP_UNKNOWN;
+        if (st == RW_EP_WAITING) {
+            srv->ops->ep_destroy(c->eps[i]);
+            c->eps[i] = NULL;
+            never++;
+        } else {
+            attached++; /* LIVE, DEAD, or UNKNOWN (verbs cannot tell) */
+        }
+    }
+    if (never == 0)
+        return;
+    pthread_mutex_lock(&srv->stats_lock);
+    srv->st.rails_never_attached += never;
+    srv->st.rails_live -= never;
+    pthread_mutex_unlock(&srv->stats_lock);
+    if (attached == 0) {
+        char why[128];
+        snprintf(why, sizeof(why), "none of its %u rail(s) attached within %d ms of the ack",
+                 c->n, srv->io_timeout_ms);
+        rw_conn_release(c, RW_ST(released_no_rail_attached), why);
+        return;
+    }
+    rw_info_rl("server: client %s: %u of its %u rail(s) did not attach within %d ms of the ack; "
+               "released them", c->name, never, c->n, srv->io_timeout_ms);
+}
+
+void rw_conn_tick(struct rw_conn *c, int64_t now)
+{
+    struct railwire_server *srv = c->srv;
     char why[160];
-    socklen_t sl = sizeof(r->local);
-    if (getsockname(r->ss->fd, (struct sockaddr *)&r->local, &sl) < 0)
-        memset(&r->local, 0, sizeof(r->local));
-
-    int rc = rw_hs_server_drive(&r->io, &r->hs);
-    if (rc < 0 || r->hs.state != RW_HS_NEED_PARAMS) {
-        rw_warn("server: client %s: no valid request (%s); closing", peer,
-                rc < 0 ? railwire_error_class(rc) : "unexpected state");
+    if (!c->attach_checked && now >= c->acked_ms + srv->io_timeout_ms) {
+        attach_deadline(c);
+        if (c->phase == RW_CONN_DEAD)
+            return;
+    }
+    unsigned alive = rails_alive(c, now);
+    if (c->phase == RW_CONN_SESSION) {
+        if (alive == 0)
+            rw_conn_release(c, RW_ST(released_rails_closed),
+                            "every rail has closed while its control connection was open");
         return;
     }
-    r->n = r->hs.n_rails;
-    const char *reason = check_caps(srv, r->n, why, sizeof(why));
-    if (reason) {
-        rw_warn("server: rejecting client %s: %s", peer, reason);
-        rw_hs_server_reject(&r->hs);
-        return;
+    if (alive == 0) {
+        snprintf(why, sizeof(why), "its control connection ended and every rail has closed "
+                 "since (lingered %lld ms)", (long long)(now - c->control_end_ms));
+        rw_conn_release(c, RW_ST(released_control_ended), why);
+    } else if (now >= c->linger_end_ms) {
+        snprintf(why, sizeof(why), "its control connection ended and the linger of %d ms ran "
+                 "out", srv->linger_ms);
+        rw_conn_release(c, RW_ST(released_linger_expired), why);
     }
-    rc = create_eps(r);
-    if (rc == 0)
-        rc = send_params(r);
-    if (rc < 0) {
-        rw_warn("server: rejecting client %s: cannot set up its %u rail(s) (%s)", peer, r->n,
-                railwire_error_class(rc));
-        rw_hs_server_reject(&r->hs);
-        return;
-    }
-    rc = rw_hs_server_drive(&r->io, &r->hs);
-    if (rc < 0 || r->hs.state != RW_HS_NEED_DECISION) {
-        rw_warn("server: client %s: handshake failed after the params (%s); closing", peer,
-                rc < 0 ? railwire_error_class(rc) : "unexpected state");
-        return;
-    }
-    int accept = 1;
-    for (unsigned i = 0; i < r->n && accept; i++) {
-        /* Expect mode: the ack does not wait for the client's rail
-         * connections (tcp attaches them when they arrive); the client
-         * confirms each rail itself before its connect returns. */
-        rc = srv->ops->ep_connect(r->eps[i], &r->hs.ids[i], 0);
-        if (rc < 0) {
-            rw_warn("server: refusing client %s: rail %u did not connect (%s); check the client's "
-                    "log and the rail addresses", peer, i, railwire_error_class(rc));
-            accept = 0;
-        }
-    }
-    rw_hs_server_decide(&r->hs, accept);
-    rc = rw_hs_server_drive(&r->io, &r->hs);
-    if (!accept)
-        return;
-    if (rc < 0 || r->hs.state != RW_HS_DONE) {
-        rw_warn("server: client %s: the ack could not be sent (%s); closing", peer,
-                rc < 0 ? railwire_error_class(rc) : "unexpected state");
-        return;
-    }
-    rw_info("server: client %s: %u %s rail(s) up", peer, r->n, srv->ops->name);
-    int64_t acked = rw_now_ms();
-    if (hold_control(r))
-        linger(r, acked, why, sizeof(why));
-    else
-        snprintf(why, sizeof(why), "the server is stopping");
-    rw_info("server: client %s: session released: %s; releasing its %u rail(s)", peer, why, r->n);
 }
 
-void *rw_session_main(void *arg)
+/* One limiter per release reason, so a storm of one kind (a flood of
+ * clients that never open their rails) does not hide the others. */
+static struct rw_log_rl release_rl[6] = {RW_LOG_RL_INIT, RW_LOG_RL_INIT, RW_LOG_RL_INIT,
+                                         RW_LOG_RL_INIT, RW_LOG_RL_INIT, RW_LOG_RL_INIT};
+
+static unsigned release_site(size_t reason)
 {
-    struct rw_session *ss = arg;
-    struct railwire_server *srv = ss->srv;
-    struct session_run *r = calloc(1, sizeof(*r));
-    if (!r) {
-        rw_err("server: client %s: out of memory", ss->peer);
-        goto out;
+    if (reason == RW_ST(released_control_ended))
+        return 0;
+    if (reason == RW_ST(released_linger_expired))
+        return 1;
+    if (reason == RW_ST(released_no_rail_attached))
+        return 2;
+    if (reason == RW_ST(released_rails_closed))
+        return 3;
+    if (reason == RW_ST(released_server_stopping))
+        return 4;
+    return 5;
+}
+
+void rw_conn_release(struct rw_conn *c, size_t reason, const char *why)
+{
+    struct railwire_server *srv = c->srv;
+    unsigned left = eps_left(c);
+    rw_log_rl(&release_rl[release_site(reason)], RAILWIRE_LOG_INFO,
+              "server: client %s: session released: %s; releasing its %u rail(s)", c->name, why,
+              left);
+    destroy_eps(c);
+    /* The slot goes before the client can see the end of the stream, so a
+     * client that reconnects at once is not refused for a cap. */
+    give_slot(c);
+    pthread_mutex_lock(&srv->stats_lock);
+    srv->st.sessions_live--;
+    srv->st.rails_live -= left;
+    if (c->phase == RW_CONN_LINGER)
+        srv->st.sessions_lingering--;
+    pthread_mutex_unlock(&srv->stats_lock);
+    rw_srv_count(srv, reason, 1);
+    struct rw_srv_peer *p = c->peer;
+    c->peer = NULL;
+    rw_srv_peer_put(srv, p);
+    if (c->fd >= 0) {
+        rw_srv_watch(c, 0);
+        shutdown(c->fd, SHUT_RDWR);
+        close_fd(c);
     }
-    r->ss = ss;
-    r->srv = srv;
-    rw_hs_io_init(&r->io, ss->fd, srv->io_timeout_ms);
-    if (rw_hs_server_init(&r->hs, srv->dialect) < 0) {
-        rw_err("server: client %s: cannot start the handshake", ss->peer);
-        free(r);
-        goto out;
-    }
-    run(r);
-    if (r->eps) {
-        for (unsigned i = r->n; i-- > 0;)
-            if (r->eps[i])
-                srv->ops->ep_destroy(r->eps[i]);
-        free(r->eps);
-    }
-    rw_hs_server_fini(&r->hs);
-    free(r);
-out:
-    /* Release the slot before the client can see the end of the stream, so
-     * a client that reconnects at once is not refused for a cap. */
-    pthread_mutex_lock(&srv->lock);
-    srv->n_live--;
-    pthread_mutex_unlock(&srv->lock);
-    shutdown(ss->fd, SHUT_RDWR); /* the reaper closes the fd */
-    atomic_store(&ss->done, 1);
-    return NULL;
+    rw_conn_set_phase(c, RW_CONN_DEAD);
 }

@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory registration with a per-device cache: a region (addr, len, access)
  * is registered once per device and shared by every domain, session and ep
- * on it; large regions go to several devices in parallel threads. */
+ * on it; large regions go to several devices in parallel threads.
+ *
+ * Regions peers may access are registered at a random I/O virtual address
+ * (ibv_reg_mr_iova2), so the base_addr a server publishes says nothing of
+ * its address space layout (ASLR).  The iova keeps the region's offset
+ * within a 2 MiB page (some devices map with large pages only when the two
+ * agree) and is drawn per cache entry: every user of one registration sees
+ * the same base.  Local-only regions keep iova == addr, since the data path
+ * puts virtual addresses in its scatter entries. */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/random.h>
 
 #include "common/log.h"
 #include "common/time.h"
@@ -26,6 +35,54 @@ static int ibv_access(int access)
     return a;
 }
 
+/* A cache entry with the iova it was registered at. */
+struct rw_vmr_ent_iova {
+    struct rw_vmr_ent e;
+    uint64_t iova;
+};
+
+#define RW_IOVA_KEEP_BITS 21 /* the offset within a 2 MiB page */
+#define RW_IOVA_TOP_BIT 52   /* iova in [2^52, 2^53): never 0, never wraps */
+
+static uint64_t ent_iova(const struct rw_vmr_ent *e)
+{
+    return rw_container_of(e, const struct rw_vmr_ent_iova, e)->iova;
+}
+
+/* A random iova for a remotely accessible region at addr, or addr itself
+ * (local regions, or no randomness available). */
+static uint64_t pick_iova(void *addr, int access)
+{
+    uint64_t va = (uint64_t)(uintptr_t)addr, r = 0;
+    if (!(access & (RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE)))
+        return va;
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        rw_warn_rl("verbs: getrandom failed (errno %d); publishing the region's virtual "
+                   "address as its base", errno);
+        return va;
+    }
+    uint64_t keep = (1ull << RW_IOVA_KEEP_BITS) - 1, span = (1ull << RW_IOVA_TOP_BIT) - 1;
+    return (1ull << RW_IOVA_TOP_BIT) | (r & span & ~keep) | (va & keep);
+}
+
+/* Registers at pick_iova(); falls back to the virtual address when the
+ * device refuses an iova. */
+static struct ibv_mr *reg_at_iova(struct rw_vdev *d, void *addr, size_t len, int access,
+                                  uint64_t *iova)
+{
+    int flags = ibv_access(access);
+    *iova = pick_iova(addr, access);
+    if (*iova == (uint64_t)(uintptr_t)addr)
+        return ibv_reg_mr(d->pd, addr, len, flags);
+    struct ibv_mr *mr = ibv_reg_mr_iova2(d->pd, addr, len, *iova, (unsigned)flags);
+    if (mr || (errno != EOPNOTSUPP && errno != EINVAL))
+        return mr;
+    rw_warn_rl("verbs: %s: registering at a random iova failed (errno %d); publishing the "
+               "region's virtual address as its base", d->name, errno);
+    *iova = (uint64_t)(uintptr_t)addr;
+    return ibv_reg_mr(d->pd, addr, len, flags);
+}
+
 /* Finds or creates the cache entry; takes one reference on it. */
 static int cache_get(struct rw_vdev *d, void *addr, size_t len, int access, struct rw_vmr_ent **out)
 {
@@ -41,15 +98,16 @@ static int cache_get(struct rw_vdev *d, void *addr, size_t len, int access, stru
             goto out;
         }
     }
-    e = calloc(1, sizeof(*e));
-    if (!e) {
+    struct rw_vmr_ent_iova *ei = calloc(1, sizeof(*ei));
+    if (!ei) {
         rc = RAILWIRE_E_NOMEM;
         goto out;
     }
+    e = &ei->e;
     uint64_t t0 = rw_now_ns();
     /* Registration is slow for big regions; the lock is per device, so other
      * devices register in parallel. */
-    e->mr = ibv_reg_mr(d->pd, addr, len, ibv_access(access));
+    e->mr = reg_at_iova(d, addr, len, access, &ei->iova);
     if (!e->mr) {
         int en = errno;
         rw_err("verbs: ibv_reg_mr(%s, %p, %zu bytes) failed (errno %d%s)", d->name, addr, len, en,
@@ -59,7 +117,7 @@ static int cache_get(struct rw_vdev *d, void *addr, size_t len, int access, stru
                    ? ": the range is not mapped, or it is a MAP_SHARED read-only file mapping, "
                      "which Linux cannot pin for RDMA: map such files MAP_PRIVATE"
                    : "");
-        free(e);
+        free(ei);
         rc = RAILWIRE_E_VERBS;
         goto out;
     }
@@ -95,7 +153,7 @@ static void cache_put(struct rw_vdev *d, struct rw_vmr_ent *e)
     int rc = ibv_dereg_mr(e->mr);
     if (rc)
         rw_warn("verbs: ibv_dereg_mr(%s) failed (errno %d)", d->name, rw_verbs_errno(rc, errno));
-    free(e);
+    free(rw_container_of(e, struct rw_vmr_ent_iova, e));
 }
 
 int rw_vmr_reg(struct rw_domain *dom, void *addr, size_t len, int access, struct rw_mr **out)
@@ -124,7 +182,7 @@ int rw_vmr_reg(struct rw_domain *dom, void *addr, size_t len, int access, struct
     m->base.access = access;
     m->base.lkey = m->ent->mr->lkey;
     m->base.rkey = m->ent->mr->rkey;
-    m->base.remote_base = (uint64_t)(uintptr_t)addr;
+    m->base.remote_base = ent_iova(m->ent);
     *out = &m->base;
     return 0;
 }

@@ -26,7 +26,7 @@ static const char *dialect_name(enum railwire_dialect d)
 
 static int fail(struct rw_hs_server *s, int err)
 {
-    rw_warn("handshake server (%s, client asked for %u rails): %s: %s", dialect_name(s->dialect),
+    rw_warn_rl("handshake server (%s, client asked for %u rails): %s: %s", dialect_name(s->dialect),
             s->n_rails, railwire_error_class(err), railwire_strerror(err));
     s->state = RW_HS_FAILED;
     s->stage = ST_END;

@@ -22,6 +22,7 @@
 
 #define SERVE_MAX_ADDRS 64
 #define SERVE_MAX_LISTEN 16
+#define SERVE_MAX_ALLOW 256
 
 static const char serve_usage[] =
     "usage: railwire serve --dialect ro --listen HOST:PORT --layer FILE [--layer FILE ...] [OPTIONS]\n"
@@ -54,11 +55,27 @@ static const char serve_usage[] =
     "                         limit; RO clients ask for at most 8)\n"
     "  --max-clients N        cap: concurrent sessions (default 64)\n"
     "  --max-bytes SIZE       cap: bytes published (RO: all layers, RW: the arena)\n"
-    "  --io-timeout MS        per handshake read/write (default 10000); also how long\n"
-    "                         a rail may take to attach after the ack\n"
+    "  --io-timeout MS        per handshake step (default 10000); also how long a\n"
+    "                         rail may take to attach after the ack (rails that have\n"
+    "                         not attached by then are released)\n"
     "  --session-linger MS    after a session's control connection ends, keep its\n"
     "                         rails until they are all closed (tcp) or this long\n"
     "                         has passed (default 30000; 0 = release at once)\n"
+    "  --max-sessions-per-peer N\n"
+    "                         cap per client IP address: sessions (lingering and\n"
+    "                         in-handshake ones included) and connections still\n"
+    "                         in their handshake (default 16; 0 = no cap)\n"
+    "  --max-pending N        connections still in their handshake, server-wide;\n"
+    "                         when full the oldest is closed (default 256)\n"
+    "  --first-byte-timeout MS\n"
+    "                         a new connection must send its request byte within\n"
+    "                         this long (default 2000, at most --io-timeout)\n"
+    "  --allow CIDR           only peers in this block may connect (repeatable;\n"
+    "                         IPv4 or IPv6, e.g. 10.0.0.0/8, fd00::/8, 192.0.2.7;\n"
+    "                         default: everyone); others are closed at accept.\n"
+    "                         Any client that reaches the port can read every\n"
+    "                         published byte (and write an RW arena): allow only\n"
+    "                         your fleet (see docs/security.md)\n"
     "  -v, --verbose          debug logging (RAILWIRE_LOG=... also works)\n"
     "  -h, --help             this text\n"
     "\n"
@@ -113,7 +130,8 @@ fail:
 int cmd_serve(int argc, char **argv)
 {
     enum { O_DIALECT = 256, O_LISTEN, O_LAYER, O_ARENA, O_FILL, O_RAIL_ADDR, O_TRANSPORT,
-           O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT, O_LINGER };
+           O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT, O_LINGER,
+           O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW };
     static const struct option longopts[] = {
         {"dialect", required_argument, NULL, O_DIALECT},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -129,6 +147,10 @@ int cmd_serve(int argc, char **argv)
         {"max-bytes", required_argument, NULL, O_MAX_BYTES},
         {"io-timeout", required_argument, NULL, O_IO_TIMEOUT},
         {"session-linger", required_argument, NULL, O_LINGER},
+        {"max-sessions-per-peer", required_argument, NULL, O_PER_PEER},
+        {"max-pending", required_argument, NULL, O_MAX_PENDING},
+        {"first-byte-timeout", required_argument, NULL, O_FIRST_BYTE},
+        {"allow", required_argument, NULL, O_ALLOW},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -148,6 +170,8 @@ int cmd_serve(int argc, char **argv)
     char hosts[SERVE_MAX_LISTEN][256], port[16] = "", where[300], sz[32];
     const char *host_ptrs[SERVE_MAX_LISTEN];
     unsigned n_hosts = 0;
+    const char *allow[SERVE_MAX_ALLOW];
+    unsigned n_allow = 0;
     unsigned long v;
     sigset_t sigs;
     int sig;
@@ -245,6 +269,28 @@ int cmd_serve(int argc, char **argv)
                 return 2;
             o.session_linger_ms = (int)v;
             break;
+        case O_PER_PEER:
+            if (tool_parse_uint(optarg, "--max-sessions-per-peer", 0, 1000000, &v) < 0)
+                return 2;
+            o.max_sessions_per_peer = (unsigned)v;
+            break;
+        case O_MAX_PENDING:
+            if (tool_parse_uint(optarg, "--max-pending", 1, 1000000, &v) < 0)
+                return 2;
+            o.max_pending = (unsigned)v;
+            break;
+        case O_FIRST_BYTE:
+            if (tool_parse_uint(optarg, "--first-byte-timeout", 1, 3600000, &v) < 0)
+                return 2;
+            o.first_byte_timeout_ms = (int)v;
+            break;
+        case O_ALLOW:
+            if (n_allow == SERVE_MAX_ALLOW) {
+                fprintf(stderr, "error: at most %d --allow blocks\n", SERVE_MAX_ALLOW);
+                return 2;
+            }
+            allow[n_allow++] = optarg;
+            break;
         case 'v':
             verbose = 1;
             break;
@@ -319,6 +365,8 @@ int cmd_serve(int argc, char **argv)
     o.n_rail_addrs = n_rail_addrs;
     o.devices = n_devices ? devices : NULL;
     o.n_devices = n_devices;
+    o.allow = n_allow ? allow : NULL;
+    o.n_allow = n_allow;
 
     /* Block the stop signals before the server starts its threads so they
      * inherit the mask and only sigwait() below receives them. */
