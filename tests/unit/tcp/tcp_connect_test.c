@@ -64,6 +64,9 @@ Test(tcp_connect, wrong_psn_refused_then_right_one_accepted)
     int srv_rc;
 
     make_eps(&p, 0);
+    /* The server knows its client (expect mode, as the rail layer does):
+     * a wrong psn is refused at once. */
+    cr_assert_eq(rw_tcp_ops.ep_connect(p.sep, &p.cep->local, 0), 0);
     bad = p.sep->local;
     bad.psn ^= 0x80000000u;
     cr_assert_eq(rw_tcp_ops.ep_connect(p.cep, &bad, 5000), RAILWIRE_E_REFUSED);
@@ -373,6 +376,7 @@ Test(tcp_connect, lazy_verdict_refusal_kills_the_ep)
     make_eps(&p, 0);
     rw_tcp_ops.ep_destroy(p.cep);
     cr_assert_eq(rw_tcp_ops.ep_create(p.cdom, &ccfg, &p.cep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_connect(p.sep, &p.cep->local, 0), 0);
     bad = p.sep->local;
     bad.psn ^= 1;
     cr_assert_eq(rw_tcp_ops.ep_connect(p.cep, &bad, 5000), 0);
