@@ -288,18 +288,20 @@ static int loop_init(struct rw_tcp_loop *l, unsigned id)
     return 0;
 }
 
+static _Atomic unsigned pool_want; /* rw_tcp_pool_configure; 0 = by cores */
+
+void rw_tcp_pool_configure(unsigned n)
+{
+    atomic_store(&pool_want, n > 64 ? 64 : n);
+}
+
 static unsigned pool_size(void)
 {
-    const char *e = getenv("RAILWIRE_TCP_LOOPS");
     long n = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned want = atomic_load(&pool_want);
 
-    if (e && *e) {
-        char *end;
-        long v = strtol(e, &end, 10);
-        if (*end == '\0' && v >= 1 && v <= 64)
-            return (unsigned)v;
-        rw_warn("tcp: RAILWIRE_TCP_LOOPS=%s is not a number in 1..64; ignored", e);
-    }
+    if (want)
+        return want;
     if (n < 1)
         n = 1;
     return n > RW_TCP_LOOPS_MAX ? RW_TCP_LOOPS_MAX : (unsigned)n;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The event loops that serve every attached server connection of the
- * process: a pool of min(cores, 4) threads (RAILWIRE_TCP_LOOPS overrides,
- * 1..64), each an epoll set of edge-triggered, non-blocking sockets.  A
+ * process: a pool of min(cores, 4) threads (rw_tcp_pool_configure
+ * overrides), each an epoll set of edge-triggered, non-blocking sockets.  A
  * connection belongs to one loop for its life; only that loop's thread runs
  * its state machine (tcp_serve.c), so no lock guards a connection's data
  * path.  Other threads talk to a loop through its command queues (add,
@@ -45,6 +45,9 @@ int rw_tcp_pool_acquire(void);
 /* Drops a reference; the last one stops and joins the threads (no
  * connection may be left: every server ep is destroyed first). */
 void rw_tcp_pool_release(void);
+/* Sets how many loop threads the pool starts with next time it starts
+ * (1..64; 0 = min(cores, RW_TCP_LOOPS_MAX)).  For tests and benchmarks. */
+void rw_tcp_pool_configure(unsigned n);
 /* Number of loop threads running (0 when the pool is stopped). */
 unsigned rw_tcp_pool_threads(void);
 
