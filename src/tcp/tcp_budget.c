@@ -4,8 +4,11 @@
  * returns bytes on its own connections' behalf. */
 #include "tcp/tcp_budget.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static _Atomic uint64_t g_budget = RW_TCP_DEFAULT_BUDGET;
@@ -106,9 +109,54 @@ void rw_tcp_budget_give(uint64_t n)
         atomic_fetch_sub(&g_queued, n);
 }
 
+/* The host's TCP memory in pages (/proc/net/sockstat) and its pressure
+ * threshold (tcp_mem[1]); -1 when unknown. */
+static long read_tcp_pages(long *pressure)
+{
+    char line[256];
+    long mem = -1, lo, mid, hi;
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_mem", "r");
+
+    *pressure = -1;
+    if (f) {
+        if (fscanf(f, "%ld %ld %ld", &lo, &mid, &hi) == 3)
+            *pressure = mid;
+        fclose(f);
+    }
+    f = fopen("/proc/net/sockstat", "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f)) {
+        char *m = strstr(line, " mem ");
+        if (strncmp(line, "TCP:", 4) == 0 && m)
+            mem = atol(m + 5);
+    }
+    fclose(f);
+    return mem;
+}
+
+static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t host_checked_ms = -1000000;
+static int host_pressure;
+
+int rw_tcp_budget_host_pressure(int64_t now_ms)
+{
+    int p;
+
+    pthread_mutex_lock(&host_lock);
+    if (now_ms - host_checked_ms >= 200) {
+        long limit, pages = read_tcp_pages(&limit);
+        host_pressure = pages >= 0 && limit > 0 && pages >= limit;
+        host_checked_ms = now_ms;
+    }
+    p = host_pressure;
+    pthread_mutex_unlock(&host_lock);
+    return p;
+}
+
 int rw_tcp_budget_starving(int64_t now_ms)
 {
-    return now_ms - atomic_load(&g_starving_ms) < 500;
+    return now_ms - atomic_load(&g_starving_ms) < 500 || rw_tcp_budget_host_pressure(now_ms);
 }
 
 void rw_tcp_budget_count_eviction(void)

@@ -12,9 +12,9 @@
  *   buffers are sized just under the cap, so a connection at its cap is
  *   stopped by its own full socket (EPOLLOUT wakes it) and a session never
  *   holds more than its share.
- * - A connection that cannot get budget marks the budget "starving"; the
- *   loops then evict connections whose queued bytes have not moved for
- *   RW_TCP_EVICT_MS (tcp_serve.c).
+ * - A connection that cannot get budget marks the budget "starving" (so
+ *   does host TCP memory pressure); the loops then evict connections whose
+ *   queued bytes have not moved for 1 s (tcp_serve.c).
  * See docs/tcp-transport.md, "Budgets". */
 #ifndef RW_TCP_BUDGET_H
 #define RW_TCP_BUDGET_H
@@ -56,8 +56,13 @@ void rw_tcp_budget_conn_del(void);
 uint64_t rw_tcp_budget_take(uint64_t n);
 /* Returns n reserved bytes (drained from the kernel, or not written). */
 void rw_tcp_budget_give(uint64_t n);
-/* Returns 1 if a connection could not get budget within the last 500 ms. */
+/* Returns 1 if a connection could not get budget within the last 500 ms,
+ * or the host's TCP memory is above its pressure threshold (tcp_mem[1]:
+ * every socket of the host then slows down, whoever holds the memory). */
 int rw_tcp_budget_starving(int64_t now_ms);
+/* Returns 1 if the host's TCP memory is above tcp_mem[1] (read at most
+ * every 200 ms from /proc). */
+int rw_tcp_budget_host_pressure(int64_t now_ms);
 /* Counts one connection evicted to free budget. */
 void rw_tcp_budget_count_eviction(void);
 
