@@ -116,8 +116,8 @@ struct rw_tcp_conn {
     int on_ready, on_tick;
     struct rw_tcp_conn *ready_next, *tick_next, *tick_prev;
     /* guarded by loop->lock */
-    struct rw_tcp_conn *cmd_next;
-    int registered;                 /* in the loop's table and epoll set */
+    struct rw_tcp_conn *add_next;   /* in loop->adds (links apart: a kill may be */
+    struct rw_tcp_conn *kill_next;  /* queued while the loop walks its adds) */
     int kill_requested;
     int released;                   /* the loop will not touch this conn again */
 };

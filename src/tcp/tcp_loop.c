@@ -146,7 +146,7 @@ static int do_commands(struct rw_tcp_loop *l)
     /* The queues are LIFO; order within one batch does not matter, and
      * every add of a batch runs before its kills. */
     for (c = adds; c; c = next) {
-        next = c->cmd_next;
+        next = c->add_next;
         if (do_register(l, c)) {
             rw_err_rl("tcp: event loop %u: cannot watch a rail connection (%s); closing it",
                       l->id, strerror(errno));
@@ -157,7 +157,7 @@ static int do_commands(struct rw_tcp_loop *l)
         rw_tcp_conn_run(c); /* requests may have arrived before the registration */
     }
     for (c = kills; c; c = next) {
-        next = c->cmd_next;
+        next = c->kill_next;
         rw_tcp_conn_close(c, NULL);
         pthread_mutex_lock(&l->lock);
         c->released = 1;
@@ -388,7 +388,7 @@ int rw_tcp_loop_add(struct rw_tcp_conn *c)
     pthread_mutex_unlock(&pool_lock);
     c->loop = l;
     pthread_mutex_lock(&l->lock);
-    c->cmd_next = l->adds;
+    c->add_next = l->adds;
     l->adds = c;
     pthread_mutex_unlock(&l->lock);
     wake(l);
@@ -404,7 +404,7 @@ void rw_tcp_loop_kill(struct rw_tcp_conn *c)
     pthread_mutex_lock(&l->lock);
     if (!c->released && !c->kill_requested) {
         c->kill_requested = 1;
-        c->cmd_next = l->kills;
+        c->kill_next = l->kills;
         l->kills = c;
         wake(l);
     }
