@@ -154,8 +154,17 @@ int rw_tcp_budget_host_pressure(int64_t now_ms)
     return p;
 }
 
+static _Atomic int g_evict = 1;
+
+void rw_tcp_budget_set_eviction(int on)
+{
+    atomic_store(&g_evict, on);
+}
+
 int rw_tcp_budget_starving(int64_t now_ms)
 {
+    if (!atomic_load(&g_evict))
+        return 0;
     return now_ms - atomic_load(&g_starving_ms) < 500 || rw_tcp_budget_host_pressure(now_ms);
 }
 

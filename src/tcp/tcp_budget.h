@@ -63,6 +63,9 @@ int rw_tcp_budget_starving(int64_t now_ms);
 /* Returns 1 if the host's TCP memory is above tcp_mem[1] (read at most
  * every 200 ms from /proc). */
 int rw_tcp_budget_host_pressure(int64_t now_ms);
+/* Turns eviction off (0) or on (1, the default): benchmarks measure what
+ * the budget alone does. */
+void rw_tcp_budget_set_eviction(int on);
 /* Counts one connection evicted to free budget. */
 void rw_tcp_budget_count_eviction(void);
 

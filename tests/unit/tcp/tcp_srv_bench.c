@@ -11,7 +11,8 @@
  *       999 idle sessions x 2 rails (raw clients) next to the legit one;
  *       prints threads, RSS and descriptors with all 2000 rails attached
  *
- * Budget flags: --budget-mib N, --share-mib N (rw_domain_cfg fields). */
+ * Budget flags: --budget-mib N, --share-mib N (rw_domain_cfg fields);
+ * --no-evict turns eviction off (what the budget alone does). */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,13 +228,15 @@ int main(int argc, char **argv)
             secs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--attacker-rcvbuf") && i + 1 < argc)
             attacker_rcvbuf = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-evict"))
+            rw_tcp_budget_set_eviction(0);
         else if (!strcmp(argv[i], "--budget-mib") && i + 1 < argc)
             budget = (uint64_t)atoi(argv[++i]) << 20;
         else if (!strcmp(argv[i], "--share-mib") && i + 1 < argc)
             share = (uint64_t)atoi(argv[++i]) << 20;
         else {
             fprintf(stderr, "usage: %s [--f3|--scale] [--rounds N] [--secs S] "
-                    "[--attacker-rcvbuf B] [--budget-mib N] [--share-mib N]\n", argv[0]);
+                    "[--attacker-rcvbuf B] [--budget-mib N] [--share-mib N] [--no-evict]\n", argv[0]);
             return 2;
         }
     }
