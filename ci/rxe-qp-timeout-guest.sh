@@ -39,7 +39,7 @@ for r in $(seq "$rounds"); do
     fi
     runs[$t]=$((runs[$t] + 1))
     counters "${A[0]}" "${B[0]}" > /tmp/qpt-after
-    join /tmp/qpt-before /tmp/qpt-after | awk '{ print $1, $3 - $2 }' >> "/tmp/qpt-d-$t"
+    awk 'NR == FNR { b[$1] = $2; next } { print $1, $2 - b[$1] }' /tmp/qpt-before /tmp/qpt-after >> "/tmp/qpt-d-$t"
   done
 done
 kill -TERM $srv; wait $srv
