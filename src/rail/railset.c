@@ -163,6 +163,27 @@ static unsigned rail_depth(const railwire_railset_opts *o, const struct rw_domai
     return d ? d : 1;
 }
 
+/* Frees the railset's own allocations (the lock, the kick eventfd, the
+ * transfer pool, the per-rail arrays) and the railset itself. */
+static void free_shell(railwire_railset *rs)
+{
+    pthread_mutex_destroy(&rs->lock);
+    if (rs->kick_fd >= 0)
+        close(rs->kick_fd);
+    while (rs->xfer_pool) {
+        struct rw_xfer *px = rs->xfer_pool;
+        rs->xfer_pool = px->next;
+        free(px);
+    }
+    free(rs->layer_max_base);
+    free(rs->rails);
+    free(rs->post_wrs);
+    free(rs->post_cnt);
+    free(rs->busy);
+    free(rs->graveyard);
+    free(rs);
+}
+
 void rw_railset_update_bases(railwire_railset *rs)
 {
     for (unsigned l = 0; l < rs->n_layers; l++) {
@@ -286,21 +307,7 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
 nomem_rs:
     for (unsigned i = 0; i < n; i++)
         free(rs->rails[i].remote);
-    pthread_mutex_destroy(&rs->lock);
-    if (rs->kick_fd >= 0)
-        close(rs->kick_fd);
-    while (rs->xfer_pool) {
-        struct rw_xfer *px = rs->xfer_pool;
-        rs->xfer_pool = px->next;
-        free(px);
-    }
-    free(rs->layer_max_base);
-    free(rs->rails);
-    free(rs->post_wrs);
-    free(rs->post_cnt);
-    free(rs->busy);
-    free(rs->graveyard);
-    free(rs);
+    free_shell(rs);
 nomem:
     rw_err("railset: out of memory");
     return RAILWIRE_E_NOMEM;
@@ -345,21 +352,7 @@ void railwire_railset_close(railwire_railset *rs)
             close(sn->fd);
         free(sn);
     }
-    pthread_mutex_destroy(&rs->lock);
-    if (rs->kick_fd >= 0)
-        close(rs->kick_fd);
-    while (rs->xfer_pool) {
-        struct rw_xfer *px = rs->xfer_pool;
-        rs->xfer_pool = px->next;
-        free(px);
-    }
-    free(rs->layer_max_base);
-    free(rs->rails);
-    free(rs->post_wrs);
-    free(rs->post_cnt);
-    free(rs->busy);
-    free(rs->graveyard);
-    free(rs);
+    free_shell(rs);
 }
 
 unsigned railwire_railset_rail_count(const railwire_railset *rs)
