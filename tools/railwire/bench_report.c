@@ -105,7 +105,11 @@ void bench_report_table(FILE *f, const struct bench_summary *s)
                    "%.0f (--json lists every rail)\n", s->n_rail, up, shown, s->n_rail - shown, lo,
                 mid, hi);
     }
-    fprintf(f, "(* = the session's control connection has ended; its rails keep working)\n");
+    for (unsigned r = 0; r < s->n_rail; r++)
+        if (!s->rail[r].control_up) {
+            fprintf(f, "(* = the session's control connection has ended; its rails keep working)\n");
+            break;
+        }
     fprintf(f, "\nverify: %s; failed transfers: %llu%s%s\n", s->verify,
             (unsigned long long)s->failed, s->first_error[0] ? "; first error: " : "",
             s->first_error);
