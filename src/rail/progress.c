@@ -67,7 +67,7 @@ void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
     if (x->sync_owned)
         rs_wake(x->waiter);
     else
-        rs->async_unwoken++;
+        rs->n_async_done++;
 }
 
 void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
@@ -201,6 +201,7 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
             out[n].length = x->op.length;
             rw_xfer_free(rs, x);
             rs->n_async--;
+            rs->n_async_done--;
             n++;
         }
         x = nx;

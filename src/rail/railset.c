@@ -51,12 +51,17 @@ void rs_wake(struct rw_waiter *w)
 
 void rs_notify(railwire_railset *rs)
 {
-    for (struct rw_waiter *w = rs->wait_head; w && rs->async_unwoken; w = w->next)
-        if (!w->handle && !w->woken) {
+    /* One async waiter per async completion nobody has taken yet: the
+     * waiters already woken count first, so a thread that delivered its
+     * own completions wakes nobody for them. */
+    size_t want = rs->n_async_done;
+    for (struct rw_waiter *w = rs->wait_head; w && want; w = w->next) {
+        if (w->handle)
+            continue;
+        if (!w->woken)
             rs_wake(w);
-            rs->async_unwoken--;
-        }
-    rs->async_unwoken = 0; /* none left waiting: the next wait finds them */
+        want--;
+    }
 }
 
 void rs_release_prepare(railwire_railset *rs)

@@ -133,7 +133,7 @@ struct railwire_railset {
     atomic_uint lock_waiters; /* threads blocked in rs_lock (contended only) */
     int poller;               /* a thread sleeps in poll() for everyone */
     struct rw_waiter *wait_head, *wait_tail; /* followers, oldest first */
-    unsigned async_unwoken;   /* async transfers finished that no waiter was woken for */
+    size_t n_async_done;      /* async transfers finished and not yet delivered */
     uint64_t done_gen;        /* bumped whenever a transfer finishes */
     uint64_t poller_gen;      /* done_gen when the poller went to sleep (or was kicked) */
     uint64_t rails_gen;       /* bumped when a rail is put in service (a new ep to poll) */
