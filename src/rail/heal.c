@@ -457,14 +457,6 @@ static void post_attempt(railwire_railset *rs, int64_t now)
     h->in_flight = 1;
 }
 
-static unsigned rail_depth(unsigned queue_depth, const struct rw_domain *dom)
-{
-    unsigned d = queue_depth ? queue_depth : RW_DEFAULT_QUEUE_DEPTH;
-    if (dom->max_qp_wr && d > dom->max_qp_wr)
-        d = dom->max_qp_wr;
-    return d ? d : 1;
-}
-
 /* Registers every live registration of the railset on the new domain of
  * rail i.  On success each mr's staged registration is ready to swap in;
  * on failure nothing is left registered.  Returns 0 or the error. */
@@ -528,7 +520,7 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     r->sess = sess;
     sess->users++;
     rs->rails_gen++; /* a sleeping poller must watch the new ep */
-    r->depth = rail_depth(h->cfg.queue_depth, r->dom);
+    r->depth = rw_rail_depth(h->cfg.queue_depth, r->dom);
     r->blocked = 0;
     r->inflight_bytes = 0;
     r->up_since_ms = now;

@@ -160,9 +160,9 @@ void rw_rsess_check(railwire_railset *rs)
     }
 }
 
-static unsigned rail_depth(const railwire_railset_opts *o, const struct rw_domain *dom)
+unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom)
 {
-    unsigned d = o->queue_depth ? o->queue_depth : RW_DEFAULT_QUEUE_DEPTH;
+    unsigned d = queue_depth ? queue_depth : RW_DEFAULT_QUEUE_DEPTH;
     if (dom->max_qp_wr && d > dom->max_qp_wr)
         d = dom->max_qp_wr;
     return d ? d : 1;
@@ -276,7 +276,7 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
         r->busy_pos = -1;
         r->dom = rails[i].dom;
         r->ep = rails[i].ep;
-        r->depth = rail_depth(o, r->dom);
+        r->depth = rw_rail_depth(o->queue_depth, r->dom);
         if (r->dom->max_msg && slice > r->dom->max_msg)
             slice = r->dom->max_msg;
         r->stats.index = i;

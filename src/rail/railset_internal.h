@@ -182,6 +182,10 @@ struct railwire_railset {
                      struct rw_mr **out);
 };
 
+/* Slices in flight per rail: queue_depth (0 = RW_DEFAULT_QUEUE_DEPTH), capped
+ * by the domain's queue size; at least 1. */
+unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom);
+
 /* Takes the railset's lock. */
 void rs_lock(railwire_railset *rs);
 /* Releases it, waking waiters (and kicking a sleeping poller) when

@@ -28,9 +28,7 @@ static int open_rail(const struct rw_session_spec *sp, struct rw_session_out *ou
         out->dom[i] = NULL;
         return rc;
     }
-    unsigned depth = sp->queue_depth ? sp->queue_depth : RW_DEFAULT_QUEUE_DEPTH;
-    if (out->dom[i]->max_qp_wr && depth > out->dom[i]->max_qp_wr)
-        depth = out->dom[i]->max_qp_wr;
+    unsigned depth = rw_rail_depth(sp->queue_depth, out->dom[i]);
     /* Not lazy: the server acks without waiting for our rail connections
      * (a WIRE.md-only peer must see STATUS_OK), so each ep_connect waits
      * for the server's verdict on its rail and a session is only handed
