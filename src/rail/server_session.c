@@ -164,7 +164,10 @@ static int create_eps(struct rw_conn *c)
         if (depth > 256)
             depth = 256;
         struct rw_ep_cfg cfg = {.depth = depth, .exposed = d->mrs, .n_exposed = d->n,
-                                .advertise = &c->local};
+                                .advertise = &c->local,
+                                /* the session's rails share one slice of the
+                                 * tcp queue budget */
+                                .same_session = i ? c->eps[0] : NULL};
         int rc = srv->ops->ep_create(d->dom, &cfg, &c->eps[i]);
         if (rc < 0) {
             c->eps[i] = NULL;

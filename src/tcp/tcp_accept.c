@@ -2,17 +2,26 @@
 /* The accept thread of a server domain: one poll loop over the listening
  * socket, the wake eventfd and every connection still sending its hello.
  * Each pending connection has its own deadline and partial buffer, so a
- * silent or slow client delays nobody; a garbage hello is refused at once. */
+ * silent or slow client delays nobody; a garbage hello is refused at once.
+ * A locked-out peer (tcp_guard.h) is refused at accept, its hello unread.
+ * When accept4 fails for lack of descriptors or memory, the listener is not
+ * polled for a while (100 ms, doubling to 1 s) instead of spinning. */
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/time.h"
 #include "tcp/tcp_addr.h"
+#include "tcp/tcp_guard.h"
 #include "tcp/tcp_internal.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 1000
+#define FAULT_LOG_MS 1000 /* at most one accept-fault line per this interval */
 
 struct pending {
     int fd;
@@ -21,79 +30,137 @@ struct pending {
     uint8_t buf[RW_TCP_HELLO_SIZE];
 };
 
-static void peer_name(int fd, char *buf, size_t cap)
+struct acceptor {
+    struct rw_tcp_domain *d;
+    struct pending pend[RW_TCP_MAX_PENDING];
+    int n_pend;
+    int64_t paused_until_ms;     /* listener not polled before this */
+    int backoff_ms;
+    unsigned long faults;        /* accept faults since the last line logged */
+    int64_t fault_logged_ms;
+    int last_errno;
+};
+
+/* Counts a refused hello against the peer ss (unless unknown). */
+static void count_failure(struct rw_tcp_domain *d, const struct sockaddr_storage *ss,
+                          const char *peer)
+{
+    if (ss->ss_family != AF_UNSPEC && rw_tcp_guard_fail(ss, rw_now_ms()))
+        rw_warn_rl("tcp: %s: %s sent %d refused rail hellos; its rail connections are refused "
+                   "for %d s", d->base.name, peer, RW_TCP_LOCKOUT_FAILS, RW_TCP_LOCKOUT_MS / 1000);
+}
+
+/* A whole hello arrived on p->fd: give the connection to its ep (attached,
+ * parked or refused there), or refuse it. */
+static void handle_hello(struct rw_tcp_domain *d, struct pending *p)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
-    if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
-        ss.ss_family = AF_UNSPEC;
-    rw_tcp_addr_format(&ss, 1, buf, cap);
-}
-
-/* A whole hello arrived on p->fd: authenticate it and give the connection to
- * its ep, or refuse it. */
-static void handle_hello(struct rw_tcp_domain *d, struct pending *p)
-{
     struct rw_tcp_hello h;
     char peer[64];
+    int ok;
 
-    peer_name(p->fd, peer, sizeof(peer));
+    if (getpeername(p->fd, (struct sockaddr *)&ss, &len) < 0)
+        ss.ss_family = AF_UNSPEC;
+    rw_tcp_addr_format(&ss, 1, peer, sizeof(peer));
     if (rw_tcp_hello_decode(p->buf, &h)) {
-        rw_warn("tcp: %s: rail connection from %s does not speak the railwire tcp rail "
-                "protocol (bad magic/version); closed", d->base.name, peer);
+        rw_warn_rl("tcp: %s: rail connection from %s does not speak the railwire tcp rail "
+                   "protocol (bad magic/version); closed", d->base.name, peer);
         rw_tcp_refuse(p->fd);
+        count_failure(d, &ss, peer);
         return;
     }
     if ((h.srv_qpn & 0xffffu) != rw_tcp_addr_port(&d->local)) {
-        rw_warn("tcp: %s: rail connection from %s names qpn 0x%08x of another listener; refused",
-                d->base.name, peer, (unsigned)h.srv_qpn);
+        rw_warn_rl("tcp: %s: rail connection from %s names qpn 0x%08x of another listener; "
+                   "refused", d->base.name, peer, (unsigned)h.srv_qpn);
         rw_tcp_refuse(p->fd);
+        count_failure(d, &ss, peer);
         return;
     }
     pthread_mutex_lock(&d->lock);
-    if (!rw_tcp_srv_offer_locked(d, p->fd, &h))
-        rw_warn("tcp: %s: rail connection from %s for qpn 0x%08x refused: unknown endpoint, "
-                "wrong psn, or the endpoint already has its connection", d->base.name, peer,
-                (unsigned)h.srv_qpn);
+    ok = rw_tcp_srv_offer_locked(d, p->fd, &h);
     pthread_mutex_unlock(&d->lock);
+    if (!ok) {
+        rw_warn_rl("tcp: %s: rail connection from %s for qpn 0x%08x refused: unknown endpoint, "
+                   "or the endpoint already has its connection", d->base.name, peer,
+                   (unsigned)h.srv_qpn);
+        count_failure(d, &ss, peer);
+    }
 }
 
-static void accept_new(struct rw_tcp_domain *d, struct pending *pend, int *n_pend)
+/* accept4 failed with errno e for want of a resource: pause the listener. */
+static void accept_fault(struct acceptor *a, int e, int64_t now)
 {
-    unsigned evicted = 0;
+    a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (a->backoff_ms > BACKOFF_MAX_MS)
+        a->backoff_ms = BACKOFF_MAX_MS;
+    a->paused_until_ms = now + a->backoff_ms;
+    a->faults++;
+    a->last_errno = e;
+    if (now - a->fault_logged_ms >= FAULT_LOG_MS) {
+        rw_warn("tcp: %s: cannot accept rail connections: %s (%lu time(s) since the last such "
+                "line); not accepting for %d ms; raise the process's file descriptor limit "
+                "(ulimit -n, LimitNOFILE=) or free memory", a->d->base.name, strerror(e),
+                a->faults, a->backoff_ms);
+        a->faults = 0;
+        a->fault_logged_ms = now;
+    }
+}
+
+static void accept_new(struct acceptor *a)
+{
+    struct rw_tcp_domain *d = a->d;
+    unsigned evicted = 0, locked = 0;
 
     for (;;) {
-        int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int64_t now;
+        int fd = accept4(d->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
+            int e = errno;
+            if (e == EINTR || e == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                rw_warn("tcp: %s: accept failed: %s", d->base.name, strerror(errno));
-            if (evicted)
-                rw_warn("tcp: %s: %d connections were still sending their hello; closed the "
-                        "%u oldest to take new ones (a flood of idle connections?)",
-                        d->base.name, RW_TCP_MAX_PENDING, evicted);
-            return;
+            if (e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS)
+                accept_fault(a, e, rw_now_ms());
+            else if (e != EAGAIN && e != EWOULDBLOCK)
+                rw_warn_rl("tcp: %s: accept failed: %s", d->base.name, strerror(e));
+            break;
         }
-        int slot = *n_pend;
+        a->backoff_ms = 0;
+        now = rw_now_ms();
+        if (rw_tcp_guard_locked(&ss, now)) {
+            locked++;
+            rw_tcp_refuse(fd);
+            continue;
+        }
+        int slot = a->n_pend;
         if (slot >= RW_TCP_MAX_PENDING) {
             /* Full of connections that have not finished their hello: drop
              * the oldest one rather than stop accepting, so a flood of
              * silent connections cannot lock real rails out until it times
              * out (a real client sends its hello right after connecting). */
             slot = 0;
-            for (int i = 1; i < *n_pend; i++)
-                if (pend[i].deadline_ms < pend[slot].deadline_ms)
+            for (int i = 1; i < a->n_pend; i++)
+                if (a->pend[i].deadline_ms < a->pend[slot].deadline_ms)
                     slot = i;
-            close(pend[slot].fd);
+            close(a->pend[slot].fd);
             evicted++;
         } else {
-            (*n_pend)++;
+            a->n_pend++;
         }
-        pend[slot].fd = fd;
-        pend[slot].got = 0;
-        pend[slot].deadline_ms = rw_now_ms() + d->io_timeout_ms;
+        a->pend[slot].fd = fd;
+        a->pend[slot].got = 0;
+        a->pend[slot].deadline_ms = now + d->io_timeout_ms;
     }
+    if (evicted)
+        rw_warn_rl("tcp: %s: %d connections were still sending their hello; closed the %u "
+                   "oldest to take new ones (a flood of idle connections?)", d->base.name,
+                   RW_TCP_MAX_PENDING, evicted);
+    if (locked)
+        rw_warn_rl("tcp: %s: refused %u rail connection(s) from locked-out peers (too many wrong "
+                   "hellos)", d->base.name, locked);
 }
 
 /* Reads what p->fd has.  Returns 1 when the entry is finished (handed over
@@ -114,7 +181,7 @@ static int read_pending(struct rw_tcp_domain *d, struct pending *p)
             continue;
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
-        rw_debug("tcp: %s: a rail connection closed before its hello", d->base.name);
+        rw_debug_rl("tcp: %s: a rail connection closed before its hello", d->base.name);
         close(p->fd);
         return 1;
     }
@@ -122,35 +189,51 @@ static int read_pending(struct rw_tcp_domain *d, struct pending *p)
 
 void *rw_tcp_accept_main(void *arg)
 {
-    struct rw_tcp_domain *d = arg;
     static const int base = 2;
-    struct pending pend[RW_TCP_MAX_PENDING];
     struct pollfd pfd[RW_TCP_MAX_PENDING + 2];
-    int n_pend = 0, i;
+    struct acceptor *a = calloc(1, sizeof(*a));
+    struct rw_tcp_domain *d = arg;
+    int i;
 
+    pthread_setname_np(pthread_self(), "rw-tcp-accept");
+    if (!a) {
+        rw_err("tcp: %s: out of memory starting the accept thread; no rail can attach",
+               d->base.name);
+        return NULL;
+    }
+    a->d = d;
+    a->fault_logged_ms = rw_now_ms() - FAULT_LOG_MS;
     for (;;) {
         int64_t now = rw_now_ms(), next = now + 60000;
-        int n;
+        int n, listen_on = now >= a->paused_until_ms;
 
-        for (i = 0; i < n_pend;) {
-            if (pend[i].deadline_ms <= now) {
+        for (i = 0; i < a->n_pend;) {
+            struct pending *p = &a->pend[i];
+            if (p->deadline_ms <= now) {
                 char peer[64];
-                peer_name(pend[i].fd, peer, sizeof(peer));
-                rw_warn("tcp: %s: rail connection from %s sent no complete hello within %d ms; closed",
-                        d->base.name, peer, d->io_timeout_ms);
-                close(pend[i].fd);
-                pend[i] = pend[--n_pend];
+                struct sockaddr_storage ss;
+                socklen_t sl = sizeof(ss);
+                if (getpeername(p->fd, (struct sockaddr *)&ss, &sl) < 0)
+                    ss.ss_family = AF_UNSPEC;
+                rw_tcp_addr_format(&ss, 1, peer, sizeof(peer));
+                rw_warn_rl("tcp: %s: rail connection from %s sent no complete hello within %d "
+                           "ms; closed", d->base.name, peer, d->io_timeout_ms);
+                close(p->fd);
+                *p = a->pend[--a->n_pend];
                 continue;
             }
-            if (pend[i].deadline_ms < next)
-                next = pend[i].deadline_ms;
+            if (p->deadline_ms < next)
+                next = p->deadline_ms;
             i++;
         }
+        if (!listen_on && a->paused_until_ms < next)
+            next = a->paused_until_ms;
         pfd[0] = (struct pollfd){.fd = d->wake_fd, .events = POLLIN};
-        pfd[1] = (struct pollfd){.fd = d->listen_fd, .events = POLLIN};
-        for (i = 0; i < n_pend; i++)
-            pfd[base + i] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
-        n = poll(pfd, (nfds_t)(base + n_pend), rw_ms_left(next));
+        /* a negative fd is ignored by poll: the listener rests */
+        pfd[1] = (struct pollfd){.fd = listen_on ? d->listen_fd : -1, .events = POLLIN};
+        for (i = 0; i < a->n_pend; i++)
+            pfd[base + i] = (struct pollfd){.fd = a->pend[i].fd, .events = POLLIN};
+        n = poll(pfd, (nfds_t)(base + a->n_pend), rw_ms_left(next));
         if (n < 0 && errno != EINTR) {
             rw_err("tcp: %s: poll failed in the accept thread: %s", d->base.name, strerror(errno));
             break;
@@ -161,14 +244,15 @@ void *rw_tcp_accept_main(void *arg)
             break;
         /* Pending connections first: their pollfd slots match pend[] only
          * until the array changes. */
-        for (i = n_pend - 1; i >= 0; i--) {
-            if (pfd[base + i].revents && read_pending(d, &pend[i]))
-                pend[i] = pend[--n_pend];
+        for (i = a->n_pend - 1; i >= 0; i--) {
+            if (pfd[base + i].revents && read_pending(d, &a->pend[i]))
+                a->pend[i] = a->pend[--a->n_pend];
         }
-        if (pfd[1].revents)
-            accept_new(d, pend, &n_pend);
+        if (listen_on && pfd[1].revents)
+            accept_new(a);
     }
-    for (i = 0; i < n_pend; i++)
-        close(pend[i].fd);
+    for (i = 0; i < a->n_pend; i++)
+        close(a->pend[i].fd);
+    free(a);
     return NULL;
 }

@@ -24,7 +24,7 @@ static void notify(struct rw_tcp_cli_ep *ep)
     uint64_t one = 1;
     /* EAGAIN means the counter is already huge: still readable. */
     if (write(ep->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        rw_warn("tcp: cannot signal the completion eventfd: %s", strerror(errno));
+        rw_warn_rl("tcp: cannot signal the completion eventfd: %s", strerror(errno));
 }
 
 void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
@@ -34,7 +34,7 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
         ep->state = RW_TCP_CLI_DEAD;
         ep->err = err;
         if (what)
-            rw_warn("tcp: rail qpn 0x%08x (%s) is down: %s; %llu outstanding request(s) fail "
+            rw_warn_rl("tcp: rail qpn 0x%08x (%s) is down: %s; %llu outstanding request(s) fail "
                     "with rail-down", (unsigned)ep->base.local.qpn, ep->dom->base.name, what,
                     (unsigned long long)(ep->posted - ep->done));
         shutdown(ep->fd, SHUT_RDWR);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Domains.  A client domain remembers the local address its rails bind to.
- * A server domain listens on its address with an ephemeral port and runs
- * one accept thread that hands authenticated connections to eps. */
+ * A server domain listens on its address with an ephemeral port, runs one
+ * accept thread that hands authenticated connections to eps, and holds a
+ * reference on the process-wide event loops that serve them. */
 #include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -13,7 +14,9 @@
 
 #include "common/log.h"
 #include "tcp/tcp_addr.h"
+#include "tcp/tcp_budget.h"
 #include "tcp/tcp_internal.h"
+#include "tcp/tcp_loop.h"
 #include "tcp/tcp_sock.h"
 
 /* Link speed of the interface owning `a` in Gb/s from sysfs, or the default
@@ -66,7 +69,7 @@ static int listen_on(struct rw_tcp_domain *d)
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     /* Accepted sockets inherit the buffers (and the window scale they
      * imply, fixed at the SYN) from the listener. */
-    rw_tcp_tune(fd, d->io_timeout_ms);
+    rw_tcp_tune(fd, d->io_timeout_ms, (unsigned)(RW_TCP_CAP_MAX * 7 / 16));
     /* A "::" listener also takes IPv4 clients (IPv4-mapped). */
     if (d->local.ss_family == AF_INET6 && rw_tcp_addr_is_any(&d->local))
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
@@ -122,7 +125,11 @@ int rw_tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
             rc = RAILWIRE_E_NOMEM;
             goto fail_lock;
         }
-        d->next_slot = 1;
+        rw_tcp_budget_configure(cfg->tcp_queue_budget, cfg->tcp_session_share);
+        rc = rw_tcp_pool_acquire();
+        if (rc)
+            goto fail_slots;
+        d->pool_held = 1;
         rc = listen_on(d);
         if (rc)
             goto fail_slots;
@@ -151,6 +158,8 @@ fail_wake:
 fail_listen:
     close(d->listen_fd);
 fail_slots:
+    if (d->pool_held)
+        rw_tcp_pool_release();
     free(d->slots);
 fail_lock:
     pthread_mutex_destroy(&d->lock);
@@ -190,6 +199,8 @@ void rw_tcp_domain_close(struct rw_domain *dom)
     if (d->wake_fd >= 0)
         close(d->wake_fd);
     free(d->slots);
+    if (d->pool_held)
+        rw_tcp_pool_release();
     pthread_mutex_destroy(&d->lock);
     free(d);
 }

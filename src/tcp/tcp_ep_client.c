@@ -109,14 +109,14 @@ static int dial(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int tim
     if (!rc)
         rc = rw_tcp_recv_deadline(fd, &verdict, 1, deadline);
     if (rc == RAILWIRE_E_TIMEOUT) {
-        rw_err("tcp: rail to %s: no answer to the hello within %d ms; check that the server "
+        rw_err_rl("tcp: rail to %s: no answer to the hello within %d ms; check that the server "
                "is not overloaded and that the address really is a railwire tcp rail", rbuf, timeout_ms);
     } else if (rc) {
-        rw_err("tcp: rail to %s: the server closed the connection without answering the hello; "
+        rw_err_rl("tcp: rail to %s: the server closed the connection without answering the hello; "
                "see the server's log", rbuf);
         rc = RAILWIRE_E_CONNECT;
     } else if (verdict != RW_TCP_VERDICT_OK) {
-        rw_err("tcp: rail to %s: the server refused the rail (unknown endpoint or wrong psn); "
+        rw_err_rl("tcp: rail to %s: the server refused the rail (unknown endpoint or wrong psn); "
                "the remote identity must come from this session's handshake; see the server's log",
                rbuf);
         rc = RAILWIRE_E_REFUSED;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Server endpoints: identity, matching a client's connection to the ep, and
- * lifetime.  The data path is in tcp_serve.c. */
+/* Server endpoints: identity (a random slot, a random psn), matching a
+ * client's connection to the ep, and lifetime.  The data path is in
+ * tcp_serve.c, run by the event loops of tcp_loop.c. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -10,7 +11,10 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "tcp/tcp_addr.h"
+#include "tcp/tcp_budget.h"
+#include "tcp/tcp_guard.h"
 #include "tcp/tcp_internal.h"
+#include "tcp/tcp_loop.h"
 #include "tcp/tcp_sock.h"
 
 void rw_tcp_refuse(int fd)
@@ -70,12 +74,12 @@ static void set_gid(struct rw_tcp_srv_ep *ep, const struct rw_ep_cfg *cfg)
                                cfg->advertise->ss_family == AF_INET6)) {
             a = *cfg->advertise;
             if (a.ss_family == AF_INET6 && d->local.ss_family == AF_INET)
-                rw_warn("tcp: %s listens on IPv4 only but the advertised address is IPv6; "
+                rw_warn_rl("tcp: %s listens on IPv4 only but the advertised address is IPv6; "
                         "clients will not reach it: listen on :: or a specific address",
                         d->base.name);
         } else {
             struct sockaddr_in *sin = (struct sockaddr_in *)&a;
-            rw_warn("tcp: %s listens on a wildcard address and no address to advertise was "
+            rw_warn_rl("tcp: %s listens on a wildcard address and no address to advertise was "
                     "given; advertising 127.0.0.1 (only local clients can connect)", d->base.name);
             memset(&a, 0, sizeof(a));
             sin->sin_family = AF_INET;
@@ -85,11 +89,31 @@ static void set_gid(struct rw_tcp_srv_ep *ep, const struct rw_ep_cfg *cfg)
     rw_tcp_addr_to_gid(&a, ep->base.local.gid);
 }
 
+/* Picks a random free slot (1..65535) with dom->lock held; 0 if none. */
+static unsigned pick_slot_locked(struct rw_tcp_domain *d)
+{
+    unsigned start, i;
+
+    for (i = 0; i < 64; i++) {
+        unsigned s = 1 + rw_tcp_random32(0) % (RW_TCP_MAX_SLOTS - 1);
+        if (!d->slots[s])
+            return s;
+    }
+    /* nearly full: a linear probe from a random point */
+    start = rw_tcp_random32(0) % (RW_TCP_MAX_SLOTS - 1);
+    for (i = 0; i < RW_TCP_MAX_SLOTS - 1; i++) {
+        unsigned s = 1 + (start + i) % (RW_TCP_MAX_SLOTS - 1);
+        if (!d->slots[s])
+            return s;
+    }
+    return 0;
+}
+
 int rw_tcp_srv_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, struct rw_ep **out)
 {
     struct rw_tcp_srv_ep *ep;
-    unsigned i, slot = 0;
-    int rc;
+    unsigned slot;
+    int rc, i;
 
     ep = calloc(1, sizeof(*ep));
     if (!ep)
@@ -98,28 +122,38 @@ int rw_tcp_srv_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
     ep->dom = d;
     ep->max_msg = d->base.max_msg;
     ep->io_timeout_ms = d->io_timeout_ms;
-    ep->parked_fd = -1;
-    ep->conn_fd = -1;
+    ep->conn.fd = -1;
+    for (i = 0; i < RW_TCP_MAX_PARKED; i++)
+        ep->parked_fd[i] = -1;
     rc = build_keys(ep, cfg);
     if (rc)
         goto fail_ep;
+    if (cfg->same_session) {
+        const struct rw_ep *o = cfg->same_session;
+        if (o->dom->ops != &rw_tcp_ops || rw_tcp_dom(o->dom)->role != RW_ROLE_SERVER) {
+            rw_err("tcp: ep_create: same_session names an ep that is not a tcp server ep");
+            rc = RAILWIRE_E_INVALID;
+            goto fail_ep;
+        }
+        ep->sess = rw_container_of(o, struct rw_tcp_srv_ep, base)->sess;
+        rw_tcp_sess_join(ep->sess);
+    } else {
+        ep->sess = rw_tcp_sess_new();
+        if (!ep->sess) {
+            rc = RAILWIRE_E_NOMEM;
+            goto fail_ep;
+        }
+    }
     rc = rw_tcp_cond_init(&ep->cond);
     if (rc)
-        goto fail_ep;
+        goto fail_sess;
     set_gid(ep, cfg);
     ep->base.local.psn = rw_tcp_random32(0);
 
     pthread_mutex_lock(&d->lock);
-    for (i = 0; i < RW_TCP_MAX_SLOTS - 1; i++) {
-        unsigned s = (d->next_slot + i) % RW_TCP_MAX_SLOTS;
-        if (s != 0 && !d->slots[s]) {
-            slot = s;
-            break;
-        }
-    }
+    slot = pick_slot_locked(d);
     if (slot) {
         d->slots[slot] = ep;
-        d->next_slot = slot + 1;
         d->n_eps++;
     }
     pthread_mutex_unlock(&d->lock);
@@ -135,40 +169,66 @@ int rw_tcp_srv_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
 
 fail_cond:
     pthread_cond_destroy(&ep->cond);
+fail_sess:
+    rw_tcp_sess_leave(ep->sess);
 fail_ep:
     free(ep->keys);
     free(ep);
     return rc;
 }
 
-static int ids_match(const struct rw_qp_id *remote, uint32_t qpn, uint32_t psn)
+/* The whole secret check, in constant time: the hello names this ep's psn
+ * and the client identity of the handshake. */
+static int hello_matches(const struct rw_tcp_srv_ep *ep, const struct rw_tcp_hello *h)
 {
-    return remote->qpn == qpn && remote->psn == psn;
+    uint32_t want[3] = {ep->base.local.psn, ep->remote.qpn, ep->remote.psn};
+    uint32_t got[3] = {h->srv_psn, h->cli_qpn, h->cli_psn};
+    return rw_tcp_ct_equal(want, got, 3);
 }
 
-/* With dom->lock held: accepts fd as this ep's rail connection. */
+/* With dom->lock held: accepts fd as this ep's rail connection and hands
+ * it to an event loop. */
 static int attach_locked(struct rw_tcp_srv_ep *ep, int fd)
 {
     uint8_t v = RW_TCP_VERDICT_OK;
 
-    if (send(fd, &v, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1 || rw_tcp_set_nonblock(fd, 0)) {
-        rw_warn("tcp: qpn 0x%08x: could not answer the client's hello: %s",
-                (unsigned)ep->base.local.qpn, strerror(errno));
+    if (send(fd, &v, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+        rw_warn_rl("tcp: qpn 0x%08x: could not answer the client's hello: %s",
+                   (unsigned)ep->base.local.qpn, strerror(errno));
         close(fd);
         return RAILWIRE_E_IO;
     }
-    rw_tcp_tune(fd, ep->io_timeout_ms);
-    rw_tcp_set_io_timeouts(fd, ep->io_timeout_ms);
-    ep->conn_fd = fd;
-    if (pthread_create(&ep->thread, NULL, rw_tcp_serve_main, ep)) {
-        rw_err("tcp: qpn 0x%08x: cannot start the serving thread", (unsigned)ep->base.local.qpn);
-        ep->conn_fd = -1;
+    rw_tcp_tune(fd, ep->io_timeout_ms, 0);
+    rw_tcp_conn_init(&ep->conn, ep, fd);
+    if (rw_tcp_loop_add(&ep->conn)) {
+        rw_err("tcp: qpn 0x%08x: no event loop to serve the rail", (unsigned)ep->base.local.qpn);
+        rw_tcp_budget_conn_del();
         close(fd);
+        ep->conn.fd = -1;
         return RAILWIRE_E_SYSTEM;
     }
-    ep->thread_started = 1;
+    ep->attached = 1;
     pthread_cond_broadcast(&ep->cond);
     return 0;
+}
+
+/* With dom->lock held: refuses a connection whose hello was checked, and
+ * counts it against its peer. */
+static void refuse_checked(struct rw_tcp_srv_ep *ep, int fd, const char *why)
+{
+    char peer[64];
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+        ss.ss_family = AF_UNSPEC;
+    rw_tcp_addr_format(&ss, 1, peer, sizeof(peer));
+    rw_warn_rl("tcp: qpn 0x%08x: rail connection from %s refused: %s",
+               (unsigned)ep->base.local.qpn, peer, why);
+    if (ss.ss_family != AF_UNSPEC && rw_tcp_guard_fail(&ss, rw_now_ms()))
+        rw_warn_rl("tcp: %s sent %d refused rail hellos; its rail connections are refused for "
+                   "%d s", peer, RW_TCP_LOCKOUT_FAILS, RW_TCP_LOCKOUT_MS / 1000);
+    rw_tcp_refuse(fd);
 }
 
 int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, const struct rw_tcp_hello *h)
@@ -176,21 +236,27 @@ int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, const struct rw_tcp
     unsigned slot = h->srv_qpn >> 16;
     struct rw_tcp_srv_ep *ep = slot < RW_TCP_MAX_SLOTS ? d->slots[slot] : NULL;
 
-    if (!ep || ep->killed || ep->base.local.psn != h->srv_psn || ep->conn_fd >= 0 ||
-        ep->parked_fd >= 0) {
+    /* Nothing below depends on the psn until the client's identity is
+     * known: before ep_connect every well-formed hello naming a live ep is
+     * parked, right psn or not, and judged only by ep_connect. */
+    if (!ep || ep->killed || ep->attached) {
         rw_tcp_refuse(fd);
         return 0;
     }
     if (ep->have_remote) {
-        if (!ids_match(&ep->remote, h->cli_qpn, h->cli_psn)) {
-            rw_tcp_refuse(fd);
-            return 0;
+        if (!hello_matches(ep, h)) {
+            refuse_checked(ep, fd, "wrong psn, or not the client identity of the handshake");
+            return 1; /* counted by refuse_checked */
         }
         return attach_locked(ep, fd) == 0;
     }
-    ep->parked_fd = fd;
-    ep->parked_qpn = h->cli_qpn;
-    ep->parked_psn = h->cli_psn;
+    if (ep->n_parked == RW_TCP_MAX_PARKED) {
+        rw_tcp_refuse(fd);
+        return 0;
+    }
+    ep->parked_fd[ep->n_parked] = fd;
+    ep->parked[ep->n_parked] = *h;
+    ep->n_parked++;
     return 1;
 }
 
@@ -198,7 +264,7 @@ int rw_tcp_srv_ep_connect(struct rw_tcp_srv_ep *ep, const struct rw_qp_id *remot
 {
     struct rw_tcp_domain *d = ep->dom;
     int64_t deadline = rw_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-    int rc = 0;
+    int rc = 0, i;
 
     pthread_mutex_lock(&d->lock);
     if (ep->killed) {
@@ -206,8 +272,8 @@ int rw_tcp_srv_ep_connect(struct rw_tcp_srv_ep *ep, const struct rw_qp_id *remot
         rw_err("tcp: qpn 0x%08x: ep_connect on a killed endpoint", (unsigned)ep->base.local.qpn);
         goto out;
     }
-    if (ep->conn_fd >= 0) {
-        if (!ids_match(&ep->remote, remote->qpn, remote->psn)) {
+    if (ep->attached) {
+        if (ep->remote.qpn != remote->qpn || ep->remote.psn != remote->psn) {
             rw_err("tcp: qpn 0x%08x: already connected to another client identity",
                    (unsigned)ep->base.local.qpn);
             rc = RAILWIRE_E_STATE;
@@ -216,25 +282,26 @@ int rw_tcp_srv_ep_connect(struct rw_tcp_srv_ep *ep, const struct rw_qp_id *remot
     }
     ep->remote = *remote;
     ep->have_remote = 1;
-    if (ep->parked_fd >= 0) {
-        int fd = ep->parked_fd;
-        ep->parked_fd = -1;
-        if (ids_match(remote, ep->parked_qpn, ep->parked_psn)) {
+    /* Judge what was parked, oldest first: the first match attaches. */
+    for (i = 0; i < ep->n_parked; i++) {
+        int fd = ep->parked_fd[i];
+        ep->parked_fd[i] = -1;
+        if (!ep->attached && hello_matches(ep, &ep->parked[i]))
             attach_locked(ep, fd);
-        } else {
-            rw_warn("tcp: qpn 0x%08x: a rail connection named this endpoint but not the client "
-                    "identity of the handshake (qpn 0x%08x); refused",
-                    (unsigned)ep->base.local.qpn, (unsigned)ep->parked_qpn);
+        else if (ep->attached)
             rw_tcp_refuse(fd);
-        }
+        else
+            refuse_checked(ep, fd, "a parked hello named this endpoint with a wrong psn or "
+                                   "not the client identity of the handshake");
     }
+    ep->n_parked = 0;
     if (timeout_ms == 0)
         goto out; /* expect mode: the connection attaches whenever it arrives */
-    while (ep->conn_fd < 0 && !ep->killed) {
+    while (!ep->attached && !ep->killed) {
         if (rw_tcp_cond_wait_until(&ep->cond, &d->lock, deadline) == RAILWIRE_E_TIMEOUT)
             break;
     }
-    if (ep->conn_fd < 0) {
+    if (!ep->attached) {
         ep->have_remote = 0;
         rc = ep->killed ? RAILWIRE_E_CLOSED : RAILWIRE_E_TIMEOUT;
         rw_err("tcp: qpn 0x%08x: no rail connection from the client (qpn 0x%08x) within %d ms; "
@@ -249,25 +316,20 @@ out:
 void rw_tcp_srv_ep_kill(struct rw_tcp_srv_ep *ep)
 {
     struct rw_tcp_domain *d = ep->dom;
-    int join = 0, fd;
+    int attached, i;
 
     pthread_mutex_lock(&d->lock);
     ep->killed = 1;
-    if (ep->parked_fd >= 0) {
-        close(ep->parked_fd);
-        ep->parked_fd = -1;
-    }
-    fd = ep->conn_fd;
-    if (ep->thread_started && !ep->thread_joined) {
-        ep->thread_joined = 1;
-        join = 1;
-    }
+    for (i = 0; i < ep->n_parked; i++)
+        close(ep->parked_fd[i]);
+    ep->n_parked = 0;
+    attached = ep->attached;
     pthread_cond_broadcast(&ep->cond);
     pthread_mutex_unlock(&d->lock);
-    if (fd >= 0)
-        shutdown(fd, SHUT_RDWR);
-    if (join)
-        pthread_join(ep->thread, NULL);
+    /* No new connection can attach now (killed); the loop closes the one
+     * there is and lets go of it before this returns. */
+    if (attached)
+        rw_tcp_loop_kill(&ep->conn);
 }
 
 int rw_tcp_srv_ep_liveness(struct rw_tcp_srv_ep *ep)
@@ -278,7 +340,7 @@ int rw_tcp_srv_ep_liveness(struct rw_tcp_srv_ep *ep)
     pthread_mutex_lock(&d->lock);
     if (ep->killed || ep->conn_ended)
         st = RW_EP_DEAD;
-    else if (ep->conn_fd >= 0)
+    else if (ep->attached)
         st = RW_EP_LIVE;
     else
         st = RW_EP_WAITING;
@@ -295,8 +357,7 @@ void rw_tcp_srv_ep_destroy(struct rw_tcp_srv_ep *ep)
     d->slots[ep->slot] = NULL;
     d->n_eps--;
     pthread_mutex_unlock(&d->lock);
-    if (ep->conn_fd >= 0)
-        close(ep->conn_fd);
+    rw_tcp_sess_leave(ep->sess);
     pthread_cond_destroy(&ep->cond);
     free(ep->keys);
     free(ep);

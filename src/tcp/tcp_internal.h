@@ -22,6 +22,7 @@
 #define RW_TCP_DEFAULT_DEPTH 64u
 #define RW_TCP_MAX_SLOTS 65536u   /* server qpn = slot << 16 | port */
 #define RW_TCP_MAX_PENDING 256    /* accepted connections still sending their hello */
+#define RW_TCP_MAX_PARKED 4       /* hellos waiting for their ep's ep_connect, per ep */
 
 struct rw_tcp_srv_ep;
 
@@ -41,7 +42,7 @@ struct rw_tcp_domain {
     pthread_t accept_thread;
     int accept_started;
     struct rw_tcp_srv_ep **slots;  /* RW_TCP_MAX_SLOTS entries, NULL = free */
-    unsigned next_slot;            /* where the search for a free slot starts */
+    int pool_held;                 /* holds a reference on the loop pool */
 };
 
 static inline struct rw_tcp_domain *rw_tcp_dom(struct rw_domain *d)
@@ -59,6 +60,68 @@ struct rw_tcp_key {
     uint8_t *addr;
 };
 
+struct rw_tcp_sess;
+struct rw_tcp_loop;
+
+/* States of an attached server connection (tcp_serve.c). */
+enum rw_tcp_conn_state {
+    RW_TCP_C_HDR,     /* reading a request header */
+    RW_TCP_C_WPAY,    /* receiving a WRITE payload (into the region, or discarded) */
+    RW_TCP_C_TX,      /* sending a response (and a READ payload) */
+    RW_TCP_C_CLOSED,  /* the loop closed the socket; nothing touches it again */
+};
+
+/* What a connection waits for when its handler returns. */
+enum rw_tcp_conn_wait {
+    RW_TCP_W_NONE,
+    RW_TCP_W_IN,       /* readable (idle, or mid-request) */
+    RW_TCP_W_OUT,      /* writable: the kernel's send queue is full */
+    RW_TCP_W_CAP,      /* its own queue cap: bytes queued must drain first */
+    RW_TCP_W_BUDGET,   /* the server-wide budget is used up */
+};
+
+/* Staging buffer for request headers: read in bulk, at most this many
+ * payload bytes are ever copied out of it. */
+#define RW_TCP_STAGE 1024u
+
+/* One attached rail connection of a server ep, served by an event loop
+ * (tcp_loop.c) through the state machine of tcp_serve.c.  Everything but
+ * the fields marked otherwise belongs to the loop thread once the
+ * connection is handed over. */
+struct rw_tcp_conn {
+    struct rw_tcp_srv_ep *ep;
+    struct rw_tcp_loop *loop;
+    int fd;
+    enum rw_tcp_conn_state state;
+    enum rw_tcp_conn_wait wait;
+    /* the request in progress */
+    struct rw_tcp_req req;
+    uint8_t *mem;                   /* where its payload lives; NULL = refused */
+    uint64_t left;                  /* payload bytes still to receive / send */
+    uint8_t resp[RW_TCP_RESP_SIZE]; /* encoded response header */
+    unsigned resp_off;              /* bytes of resp already sent */
+    int more;                       /* the answer may be sent with MSG_MORE */
+    unsigned refusals;
+    size_t st_off, st_len;          /* staged request bytes: buf[st_off, st_len) */
+    uint8_t stage[RW_TCP_STAGE];
+    /* budget (tcp_budget.c) */
+    uint64_t charge;                /* bytes counted in the budget for this conn */
+    uint64_t cap_set;               /* cap the socket buffers were last sized for */
+    /* timing */
+    int64_t last_progress_ms;       /* last byte moved, or last attach */
+    int64_t tick_due_ms;            /* next refresh while on the tick list */
+    int tick_backoff_ms;
+    /* loop bookkeeping */
+    unsigned idx;                   /* position in loop->conns */
+    int on_ready, on_tick;
+    struct rw_tcp_conn *ready_next, *tick_next, *tick_prev;
+    /* guarded by loop->lock */
+    struct rw_tcp_conn *add_next;   /* in loop->adds (links apart: a kill may be */
+    struct rw_tcp_conn *kill_next;  /* queued while the loop walks its adds) */
+    int kill_requested;
+    int released;                   /* the loop will not touch this conn again */
+};
+
 struct rw_tcp_srv_ep {
     struct rw_ep base;
     struct rw_tcp_domain *dom;
@@ -67,19 +130,19 @@ struct rw_tcp_srv_ep {
     int io_timeout_ms;
     struct rw_tcp_key *keys;        /* sorted by rkey */
     size_t n_keys;
+    struct rw_tcp_sess *sess;       /* its session's share of the budget */
 
     /* guarded by dom->lock */
     pthread_cond_t cond;            /* signalled when a connection is attached */
     int have_remote;                /* ep_connect gave the client's identity */
     struct rw_qp_id remote;
-    int parked_fd;                  /* a hello arrived before ep_connect: -1 if none */
-    uint32_t parked_qpn, parked_psn;
-    int conn_fd;                    /* the attached rail connection, -1 if none */
-    int conn_ended;                 /* the serving thread has finished with conn_fd */
+    int n_parked;                   /* hellos that arrived before ep_connect */
+    int parked_fd[RW_TCP_MAX_PARKED];
+    struct rw_tcp_hello parked[RW_TCP_MAX_PARKED];
+    int attached;                   /* conn was handed to a loop */
+    int conn_ended;                 /* the loop has closed the connection */
     int killed;
-    int thread_started;
-    int thread_joined;
-    pthread_t thread;
+    struct rw_tcp_conn conn;
 };
 
 struct rw_tcp_slot {
@@ -143,6 +206,11 @@ void rw_tcp_mr_dereg(struct rw_mr *mr);
 int rw_tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out);
 void rw_tcp_domain_close(struct rw_domain *dom);
 
+/* --- constant-time comparison (tcp_guard.c) --- */
+/* Returns 1 when the n 32-bit words of a and b are equal, taking the same
+ * time whichever words differ. */
+int rw_tcp_ct_equal(const uint32_t *a, const uint32_t *b, size_t n);
+
 /* --- accept path (tcp_accept.c) --- */
 /* Body of a server domain's accept thread: accepts, reads hellos without
  * letting one connection delay another, and hands matching connections to
@@ -156,16 +224,34 @@ void rw_tcp_srv_ep_kill(struct rw_tcp_srv_ep *ep);
 void rw_tcp_srv_ep_destroy(struct rw_tcp_srv_ep *ep);
 /* enum rw_ep_liveness of a server ep (see transport.h). */
 int rw_tcp_srv_ep_liveness(struct rw_tcp_srv_ep *ep);
-/* Called by the accept thread with dom->lock held for a connection whose
- * hello named `slot` and `psn` of this domain.  Takes ownership of fd: sends
- * the verdict and attaches, parks or closes it.  Returns 1 if attached or
- * parked. */
+/* Called by the accept thread with dom->lock held for a well-formed hello
+ * on this domain's port.  Takes ownership of fd: attaches it, parks it on
+ * its ep until ep_connect gives the client's identity, or refuses it.
+ * Returns 1 if attached, parked, or refused after a check of its secrets
+ * (logged and counted against the peer here), 0 if refused for naming no
+ * ep that can take it (the caller logs and counts that). */
 int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, const struct rw_tcp_hello *h);
 
 /* Sends the refusal verdict (best effort) and closes fd. */
 void rw_tcp_refuse(int fd);
-/* Body of a server ep's serving thread; arg is the struct rw_tcp_srv_ep. */
-void *rw_tcp_serve_main(void *arg);
+
+/* --- serving state machine (tcp_serve.c) --- */
+/* Prepares ep->conn for fd (non-blocking) before it goes to a loop. */
+void rw_tcp_conn_init(struct rw_tcp_conn *c, struct rw_tcp_srv_ep *ep, int fd);
+/* Runs the connection until it must wait, yields its quantum, or closes.
+ * Called by its loop thread only. */
+void rw_tcp_conn_run(struct rw_tcp_conn *c);
+/* Periodic refresh while on the tick list (budget/cap waits and queued
+ * bytes still draining).  Loop thread only. */
+void rw_tcp_conn_tick(struct rw_tcp_conn *c, int64_t now);
+/* Timeout scan: closes a connection stalled mid-request or not reading for
+ * the I/O timeout, or holding queued bytes while the budget starves others
+ * (see docs/tcp-transport.md).  Loop thread only. */
+void rw_tcp_conn_scan(struct rw_tcp_conn *c, int64_t now);
+/* Closes the socket (abortively when bytes are still queued), releases its
+ * budget and marks the ep's connection ended.  `why` is logged (NULL: not).
+ * Loop thread only; idempotent. */
+void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why);
 
 /* --- client eps (tcp_ep_client.c) --- */
 int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, struct rw_ep **out);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory registration.  Nothing is pinned: a tcp "MR" is a descriptor the
- * server checks accesses against.  remote_base is the region's virtual
- * address; lkey and rkey are random, non-zero and unique in the process so
- * a stale or guessed key never names another region. */
+ * server checks accesses against.  remote_base is opaque: a random base per
+ * region (not its virtual address, which would give the server's address
+ * layout away), translated back by the server (tcp_serve.c); lkey and rkey
+ * are random, non-zero and unique in the process so a stale or guessed key
+ * never names another region. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +80,17 @@ void rw_tcp_key_free(uint32_t key)
     pthread_mutex_unlock(&keys_lock);
 }
 
+/* A random published base in [2^48, 2^62) with the region's offset in its
+ * page (so alignments the peer sees are the real ones; the page offset is
+ * not randomised by ASLR): far above any user-space address, and base +
+ * len cannot wrap for any region that fits in memory. */
+static uint64_t opaque_base(const void *addr)
+{
+    uint64_t r = (uint64_t)rw_tcp_random32(0) << 32 | rw_tcp_random32(0);
+    uint64_t lo = 1ull << 48, span = (1ull << 62) - lo;
+    return ((lo + r % span) & ~0xfffull) | ((uint64_t)(uintptr_t)addr & 0xfffull);
+}
+
 int rw_tcp_mr_reg(struct rw_domain *dom, void *addr, size_t len, int access, struct rw_mr **out)
 {
     struct rw_tcp_domain *d = rw_tcp_dom(dom);
@@ -85,7 +98,7 @@ int rw_tcp_mr_reg(struct rw_domain *dom, void *addr, size_t len, int access, str
     int rc;
 
     *out = NULL;
-    if (!addr || len == 0 || (uintptr_t)addr + len < (uintptr_t)addr ||
+    if (!addr || len == 0 || (uintptr_t)addr + len < (uintptr_t)addr || (uint64_t)len >= 1ull << 48 ||
         (access & ~(RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE))) {
         rw_err("tcp: cannot register memory %p+%zu with access 0x%x: need a non-empty "
                "region and RW_ACCESS_* flags", addr, len, (unsigned)access);
@@ -104,7 +117,7 @@ int rw_tcp_mr_reg(struct rw_domain *dom, void *addr, size_t len, int access, str
     mr->addr = addr;
     mr->len = len;
     mr->access = access;
-    mr->remote_base = (uint64_t)(uintptr_t)addr;
+    mr->remote_base = opaque_base(addr);
     pthread_mutex_lock(&d->lock);
     d->n_mrs++;
     pthread_mutex_unlock(&d->lock);

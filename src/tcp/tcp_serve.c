@@ -1,23 +1,37 @@
 /* SPDX-License-Identifier: MIT */
-/* The serving thread of one attached rail connection: reads requests in
- * order, checks each against the regions exposed to this ep, and answers.
- * Payloads move straight between the socket and the region (no copies but
- * the kernel's).  A refused access gets a status and the connection keeps
- * going; bytes that break the framing close it. */
+/* The state machine of one attached rail connection, run by its event loop
+ * (tcp_loop.c) on a non-blocking socket: read a request header, check it
+ * against the regions exposed to this ep, receive a WRITE payload straight
+ * into the region or send a READ answer straight from it, in bounded
+ * pieces as the socket drains.  A refused access gets a status and the
+ * connection keeps going; bytes that break the framing close it.  Nothing
+ * here blocks: a connection that cannot move waits for its socket (epoll),
+ * its queue cap or the budget (the loop's tick list). */
 #include <errno.h>
+#include <linux/sockios.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "common/time.h"
+#include "tcp/tcp_budget.h"
 #include "tcp/tcp_internal.h"
-#include "tcp/tcp_sock.h"
+#include "tcp/tcp_loop.h"
 
 #define LOUD_REFUSALS 3 /* refusals per connection logged as warnings */
 /* Largest READ payload whose answer may be sent with MSG_MORE (the same
  * "small" as the client's inline sends). */
 #define RW_TCP_MORE_MAX (16u * 1024)
+#define PIECE (256u * 1024)          /* most bytes per sendmsg */
+#define MIN_PIECE (16u * 1024)       /* least room worth a sendmsg mid-answer */
+#define QUANTUM (2u << 20)           /* bytes moved per run before yielding */
+#define EVICT_MS 1000                /* stall that makes queued bytes evictable */
+
+enum step { S_CONT, S_WAIT, S_YIELD, S_CLOSE };
 
 static const struct rw_tcp_key *find_key(const struct rw_tcp_srv_ep *ep, uint32_t rkey)
 {
@@ -35,7 +49,8 @@ static const struct rw_tcp_key *find_key(const struct rw_tcp_srv_ep *ep, uint32_
 }
 
 /* Returns NULL with *why set when the request may not touch memory, else
- * where its bytes live. */
+ * where its bytes live.  remote_addr is in the region's published (opaque)
+ * base, translated here. */
 static uint8_t *check_access(const struct rw_tcp_srv_ep *ep, const struct rw_tcp_req *r,
                              const char **why)
 {
@@ -63,100 +78,374 @@ static uint8_t *check_access(const struct rw_tcp_srv_ep *ep, const struct rw_tcp
     return k->addr + off;
 }
 
-/* Serves one request whose header is decoded in *r.  Returns 0 to go on or
- * a negative code to close the connection. */
-static int serve_one(struct rw_tcp_srv_ep *ep, struct rw_tcp_rx *rx, const struct rw_tcp_req *r,
-                     unsigned *refusals)
+void rw_tcp_conn_init(struct rw_tcp_conn *c, struct rw_tcp_srv_ep *ep, int fd)
 {
-    uint8_t hdr[RW_TCP_RESP_SIZE];
-    struct rw_tcp_resp resp = {.tag = r->tag, .status = RW_TCP_ST_OK, .length = 0};
-    struct iovec iov[2];
-    const char *why = NULL;
-    uint8_t *mem = check_access(ep, r, &why);
-    int rc, more;
-
-    if (!mem) {
-        resp.status = RW_TCP_ST_ACCESS;
-        if (++*refusals <= LOUD_REFUSALS)
-            rw_warn("tcp: qpn 0x%08x: refused %s of %u bytes at 0x%llx rkey 0x%08x: %s",
-                    (unsigned)ep->base.local.qpn, r->op == RW_TCP_OP_WRITE ? "WRITE" : "READ",
-                    (unsigned)r->length, (unsigned long long)r->remote_addr, (unsigned)r->rkey, why);
-        else
-            rw_debug("tcp: qpn 0x%08x: refused an access: %s", (unsigned)ep->base.local.qpn, why);
-    }
-    if (r->op == RW_TCP_OP_WRITE) {
-        rc = mem ? rw_tcp_rx_read(rx, mem, r->length) : rw_tcp_rx_skip(rx, r->length);
-        if (rc)
-            return rc;
-    } else if (mem) {
-        resp.length = r->length;
-    }
-    rw_tcp_resp_encode(hdr, &resp);
-    iov[0] = (struct iovec){.iov_base = hdr, .iov_len = sizeof(hdr)};
-    iov[1] = (struct iovec){.iov_base = mem, .iov_len = resp.length};
-    /* More requests already staged: let the kernel coalesce small answers.
-     * Never for a big READ answer: MSG_MORE holds the payload's last partial
-     * segment back until the next answer is sent, so the client's receiver
-     * cannot finish (and complete) the READ until the server has started
-     * copying the next payload; client and server then run in lockstep.
-     * Measured on loopback (1 MiB READs in 512 KiB slices, depth 8): about
-     * 20% more CPU per byte and 20-25% less throughput with MSG_MORE. */
-    more = rw_tcp_rx_avail(rx) >= RW_TCP_REQ_SIZE && resp.length <= RW_TCP_MORE_MAX
-               ? MSG_MORE
-               : 0;
-    return rw_tcp_sendv(rx->fd, iov, resp.length ? 2 : 1, more);
+    memset(c, 0, sizeof(*c));
+    c->ep = ep;
+    c->fd = fd;
+    c->state = RW_TCP_C_HDR;
+    c->idx = (unsigned)-1;
+    c->last_progress_ms = rw_now_ms();
+    rw_tcp_budget_conn_add();
 }
 
-void *rw_tcp_serve_main(void *arg)
+static size_t staged(const struct rw_tcp_conn *c)
 {
-    struct rw_tcp_srv_ep *ep = arg;
-    struct rw_tcp_rx *rx;
-    unsigned refusals = 0;
-    int rc;
+    return c->st_len - c->st_off;
+}
 
-    rx = malloc(sizeof(*rx));
-    if (!rx) {
-        rw_err("tcp: qpn 0x%08x: out of memory starting the serving thread",
-               (unsigned)ep->base.local.qpn);
-        shutdown(ep->conn_fd, SHUT_RDWR);
-        pthread_mutex_lock(&ep->dom->lock);
-        ep->conn_ended = 1;
-        pthread_mutex_unlock(&ep->dom->lock);
-        return NULL;
+/* Re-reads the bytes still in the kernel's send queue and returns what
+ * drained to the budget.  Returns 1 if anything drained. */
+static int refresh(struct rw_tcp_conn *c, int64_t now)
+{
+    int outq = 0;
+
+    if (c->charge == 0)
+        return 0;
+    if (ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq < 0)
+        return 0;
+    if ((uint64_t)outq >= c->charge)
+        return 0;
+    rw_tcp_budget_give(c->charge - (uint64_t)outq);
+    c->charge = (uint64_t)outq;
+    c->last_progress_ms = now;
+    return 1;
+}
+
+/* Sizes the socket buffers just under the connection's cap (the kernel
+ * doubles the value it is given and counts overhead in it), so a full
+ * socket, not the cap, is what stops a connection: EPOLLOUT then wakes it. */
+static void size_buffers(struct rw_tcp_conn *c, uint64_t cap)
+{
+    int v;
+
+    if (c->cap_set && cap * 5 >= c->cap_set * 4 && cap * 4 <= c->cap_set * 5)
+        return;
+    v = (int)(cap * 7 / 16);
+    if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) < 0 ||
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)) < 0)
+        rw_warn_rl("tcp: setsockopt(SO_SNDBUF/SO_RCVBUF=%d) failed: %s", v, strerror(errno));
+    c->cap_set = cap;
+}
+
+static void log_refusal(struct rw_tcp_conn *c, const struct rw_tcp_req *r, const char *why)
+{
+    if (++c->refusals <= LOUD_REFUSALS)
+        rw_warn_rl("tcp: qpn 0x%08x: refused %s of %u bytes at 0x%llx rkey 0x%08x: %s",
+                   (unsigned)c->ep->base.local.qpn, r->op == RW_TCP_OP_WRITE ? "WRITE" : "READ",
+                   (unsigned)r->length, (unsigned long long)r->remote_addr, (unsigned)r->rkey, why);
+    else
+        rw_debug_rl("tcp: qpn 0x%08x: refused an access: %s", (unsigned)c->ep->base.local.qpn, why);
+}
+
+static void set_response(struct rw_tcp_conn *c, uint32_t status, uint32_t length)
+{
+    struct rw_tcp_resp resp = {.tag = c->req.tag, .status = status, .length = length};
+    rw_tcp_resp_encode(c->resp, &resp);
+    c->resp_off = 0;
+    c->left = length;
+    /* More requests already staged: let the kernel coalesce small answers.
+     * Never for a big READ answer: MSG_MORE holds the payload's last
+     * partial segment back until the next answer is sent, so client and
+     * server would run in lockstep (see docs/tcp-transport.md). */
+    c->more = staged(c) >= RW_TCP_REQ_SIZE && length <= RW_TCP_MORE_MAX;
+    c->state = RW_TCP_C_TX;
+}
+
+/* A whole header is staged: decode and check it, and set up its payload or
+ * its answer. */
+static enum step start_request(struct rw_tcp_conn *c, const char **why)
+{
+    struct rw_tcp_req *r = &c->req;
+    const char *refused = NULL;
+
+    if (rw_tcp_req_decode(c->stage + c->st_off, r) ||
+        (r->op != RW_TCP_OP_READ && r->op != RW_TCP_OP_WRITE) || r->length == 0 ||
+        r->length > c->ep->max_msg) {
+        rw_warn_rl("tcp: qpn 0x%08x: malformed request (op %u, length %u); closing the rail "
+                   "connection", (unsigned)c->ep->base.local.qpn, (unsigned)r->op,
+                   (unsigned)r->length);
+        *why = NULL;
+        return S_CLOSE;
     }
-    rx->fd = ep->conn_fd;
-    rx->off = rx->len = 0;
-    for (;;) {
-        struct rw_tcp_req r;
+    c->st_off += RW_TCP_REQ_SIZE;
+    c->mem = check_access(c->ep, r, &refused);
+    if (!c->mem)
+        log_refusal(c, r, refused);
+    if (r->op == RW_TCP_OP_WRITE) {
+        c->left = r->length;
+        c->state = RW_TCP_C_WPAY;
+    } else if (c->mem) {
+        set_response(c, RW_TCP_ST_OK, r->length);
+    } else {
+        set_response(c, RW_TCP_ST_ACCESS, 0);
+    }
+    return S_CONT;
+}
 
-        rc = rw_tcp_rx_need(rx, RW_TCP_REQ_SIZE);
-        if (rc == RAILWIRE_E_TIMEOUT && rw_tcp_rx_avail(rx) == 0)
-            continue; /* an idle client is fine; keepalive watches the peer */
-        if (rc)
-            break;
-        if (rw_tcp_req_decode(rx->buf + rx->off, &r) ||
-            (r.op != RW_TCP_OP_READ && r.op != RW_TCP_OP_WRITE) || r.length == 0 ||
-            r.length > ep->max_msg) {
-            rw_warn("tcp: qpn 0x%08x: malformed request (op %u, length %u); closing the rail "
-                    "connection", (unsigned)ep->base.local.qpn, (unsigned)r.op, (unsigned)r.length);
-            rc = RAILWIRE_E_PROTOCOL;
-            break;
+static enum step recv_err(struct rw_tcp_conn *c, ssize_t k, int inside, const char **why)
+{
+    if (k == 0) {
+        *why = inside ? "the client closed the connection in the middle of a request" : "";
+        return S_CLOSE;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        c->wait = RW_TCP_W_IN;
+        return S_WAIT;
+    }
+    *why = "connection error or reset";
+    return S_CLOSE;
+}
+
+static enum step step_header(struct rw_tcp_conn *c, int64_t now, const char **why)
+{
+    ssize_t k;
+
+    if (staged(c) >= RW_TCP_REQ_SIZE)
+        return start_request(c, why);
+    if (c->st_off == c->st_len) {
+        c->st_off = c->st_len = 0;
+    } else if (c->st_off + RW_TCP_REQ_SIZE > sizeof(c->stage)) {
+        memmove(c->stage, c->stage + c->st_off, staged(c));
+        c->st_len -= c->st_off;
+        c->st_off = 0;
+    }
+    do {
+        k = recv(c->fd, c->stage + c->st_len, sizeof(c->stage) - c->st_len, MSG_DONTWAIT);
+    } while (k < 0 && errno == EINTR);
+    if (k <= 0)
+        return recv_err(c, k, staged(c) > 0, why);
+    c->st_len += (size_t)k;
+    c->last_progress_ms = now;
+    return S_CONT;
+}
+
+static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum,
+                              const char **why)
+{
+    size_t n = staged(c) < c->left ? staged(c) : (size_t)c->left;
+
+    if (n) {
+        if (c->mem) {
+            memcpy(c->mem, c->stage + c->st_off, n);
+            c->mem += n;
         }
-        rw_tcp_rx_consume(rx, RW_TCP_REQ_SIZE);
-        rc = serve_one(ep, rx, &r, &refusals);
-        if (rc)
-            break;
+        c->st_off += n;
+        c->left -= n;
     }
-    if (rc == RAILWIRE_E_CLOSED)
-        rw_debug("tcp: qpn 0x%08x: the client closed the rail connection", (unsigned)ep->base.local.qpn);
-    else if (rc != RAILWIRE_E_PROTOCOL)
-        rw_info("tcp: qpn 0x%08x: rail connection ended: %s", (unsigned)ep->base.local.qpn,
-                rc == RAILWIRE_E_TIMEOUT ? "the client stalled mid-request or stopped reading"
-                                         : "connection error or reset");
-    shutdown(rx->fd, SHUT_RDWR);
-    free(rx);
-    pthread_mutex_lock(&ep->dom->lock);
-    ep->conn_ended = 1;
-    pthread_mutex_unlock(&ep->dom->lock);
-    return NULL;
+    while (c->left) {
+        size_t want = c->left < *quantum ? (size_t)c->left : (size_t)*quantum;
+        ssize_t k;
+
+        if (!c->mem && want > sizeof(c->loop->scratch))
+            want = sizeof(c->loop->scratch);
+        do {
+            k = recv(c->fd, c->mem ? (void *)c->mem : (void *)c->loop->scratch, want, MSG_DONTWAIT);
+        } while (k < 0 && errno == EINTR);
+        if (k <= 0)
+            return recv_err(c, k, 1, why);
+        if (c->mem)
+            c->mem += k;
+        c->left -= (uint64_t)k;
+        c->last_progress_ms = now;
+        *quantum = *quantum > (uint64_t)k ? *quantum - (uint64_t)k : 0;
+        if (*quantum == 0 && c->left)
+            return S_YIELD;
+    }
+    set_response(c, c->mem ? RW_TCP_ST_OK : RW_TCP_ST_ACCESS, 0);
+    return S_CONT;
+}
+
+static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum, const char **why)
+{
+    for (;;) {
+        size_t hdr = RW_TCP_RESP_SIZE - c->resp_off;
+        uint64_t total = hdr + c->left, cap, want, need, got;
+        struct iovec iov[2];
+        struct msghdr mh = {.msg_iov = iov};
+        ssize_t k;
+
+        if (total == 0) {
+            c->state = RW_TCP_C_HDR;
+            return S_CONT;
+        }
+        cap = rw_tcp_budget_cap(c->ep->sess);
+        size_buffers(c, cap);
+        want = total < PIECE ? total : PIECE;
+        need = want < MIN_PIECE ? want : MIN_PIECE;
+        if (c->charge + need > cap) {
+            refresh(c, now);
+            if (c->charge + need > cap) {
+                c->wait = RW_TCP_W_CAP;
+                return S_WAIT;
+            }
+        }
+        if (want > cap - c->charge)
+            want = cap - c->charge;
+        got = rw_tcp_budget_take(want);
+        if (got < need) {
+            rw_tcp_budget_give(got);
+            refresh(c, now);
+            c->wait = RW_TCP_W_BUDGET;
+            return S_WAIT;
+        }
+        if (hdr > got)
+            hdr = (size_t)got;
+        iov[0] = (struct iovec){.iov_base = c->resp + c->resp_off, .iov_len = hdr};
+        iov[1] = (struct iovec){.iov_base = c->mem, .iov_len = (size_t)(got - hdr)};
+        mh.msg_iovlen = iov[1].iov_len ? 2 : 1;
+        if (!hdr) {
+            mh.msg_iov = &iov[1];
+            mh.msg_iovlen = 1;
+        }
+        do {
+            k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (c->more ? MSG_MORE : 0));
+        } while (k < 0 && errno == EINTR);
+        if (k < 0) {
+            rw_tcp_budget_give(got);
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->wait = RW_TCP_W_OUT;
+                return S_WAIT;
+            }
+            *why = "connection error or reset";
+            return S_CLOSE;
+        }
+        rw_tcp_budget_give(got - (uint64_t)k);
+        c->charge += (uint64_t)k;
+        c->last_progress_ms = now;
+        if ((size_t)k <= hdr) {
+            c->resp_off += (unsigned)k;
+        } else {
+            c->resp_off = RW_TCP_RESP_SIZE;
+            c->mem += (size_t)k - hdr;
+            c->left -= (uint64_t)k - hdr;
+        }
+        *quantum = *quantum > (uint64_t)k ? *quantum - (uint64_t)k : 0;
+        if (*quantum == 0 && c->left)
+            return S_YIELD;
+    }
+}
+
+void rw_tcp_conn_run(struct rw_tcp_conn *c)
+{
+    uint64_t quantum = QUANTUM;
+    int64_t now = rw_now_ms();
+    const char *why = NULL;
+    enum step s;
+
+    c->wait = RW_TCP_W_NONE;
+    do {
+        switch (c->state) {
+        case RW_TCP_C_HDR:
+            s = step_header(c, now, &why);
+            break;
+        case RW_TCP_C_WPAY:
+            s = step_payload(c, now, &quantum, &why);
+            break;
+        case RW_TCP_C_TX:
+            s = step_send(c, now, &quantum, &why);
+            break;
+        default:
+            return;
+        }
+    } while (s == S_CONT);
+    if (s == S_CLOSE) {
+        rw_tcp_conn_close(c, why);
+        return;
+    }
+    if (s == S_YIELD) {
+        rw_tcp_loop_ready(c);
+        return;
+    }
+    if (c->wait == RW_TCP_W_CAP || c->wait == RW_TCP_W_BUDGET) {
+        if (!c->on_tick || c->tick_backoff_ms > 2) {
+            c->tick_backoff_ms = 1;
+            rw_tcp_loop_tick_add(c, 1);
+        }
+    } else if (c->charge && c->wait == RW_TCP_W_IN) {
+        /* idle with bytes still queued: refresh now and then to return them */
+        if (!c->on_tick) {
+            c->tick_backoff_ms = 4;
+            rw_tcp_loop_tick_add(c, 4);
+        }
+    } else {
+        rw_tcp_loop_tick_del(c);
+    }
+}
+
+void rw_tcp_conn_tick(struct rw_tcp_conn *c, int64_t now)
+{
+    int drained = refresh(c, now);
+    int max = 256;
+
+    if (c->wait == RW_TCP_W_CAP || c->wait == RW_TCP_W_BUDGET) {
+        rw_tcp_conn_run(c);
+        if (c->state == RW_TCP_C_CLOSED)
+            return;
+        max = c->wait == RW_TCP_W_BUDGET ? 2 : 32;
+    } else if (c->charge == 0 || c->wait != RW_TCP_W_IN) {
+        rw_tcp_loop_tick_del(c);
+        return;
+    }
+    if (!c->on_tick)
+        return;
+    if (drained)
+        c->tick_backoff_ms = 1;
+    else if (c->tick_backoff_ms < max)
+        c->tick_backoff_ms *= 2;
+    if (c->tick_backoff_ms > max)
+        c->tick_backoff_ms = max;
+    c->tick_due_ms = now + c->tick_backoff_ms;
+}
+
+void rw_tcp_conn_scan(struct rw_tcp_conn *c, int64_t now)
+{
+    int io = c->ep->io_timeout_ms, evict = io / 2 < EVICT_MS ? io / 2 : EVICT_MS;
+    int busy = (c->state == RW_TCP_C_HDR && staged(c) > 0) || c->state == RW_TCP_C_WPAY ||
+               (c->state == RW_TCP_C_TX && (c->wait == RW_TCP_W_OUT || c->wait == RW_TCP_W_CAP));
+    int64_t idle = now - c->last_progress_ms;
+
+    if (busy && idle >= io) {
+        rw_tcp_conn_close(c, "the client stalled mid-request or stopped reading");
+        return;
+    }
+    if (c->charge && idle >= evict && c->wait != RW_TCP_W_BUDGET && rw_tcp_budget_starving(now)) {
+        rw_warn_rl("tcp: qpn 0x%08x: evicting a rail connection whose %llu queued bytes have not "
+                   "moved for %lld ms while the queue budget is used up (a client that does not "
+                   "read its answers?)", (unsigned)c->ep->base.local.qpn,
+                   (unsigned long long)c->charge, (long long)idle);
+        rw_tcp_budget_count_eviction();
+        rw_tcp_conn_close(c, NULL);
+    }
+}
+
+void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why)
+{
+    struct rw_tcp_domain *d = c->ep->dom;
+
+    if (c->state == RW_TCP_C_CLOSED)
+        return;
+    refresh(c, rw_now_ms());
+    if (c->charge) {
+        /* Bytes the client never took: drop them with a reset rather than
+         * let the kernel keep them after close. */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
+    if (c->loop)
+        rw_tcp_loop_forget(c);
+    close(c->fd);
+    c->fd = -1;
+    rw_tcp_budget_give(c->charge);
+    c->charge = 0;
+    rw_tcp_budget_conn_del();
+    c->state = RW_TCP_C_CLOSED;
+    pthread_mutex_lock(&d->lock);
+    c->ep->conn_ended = 1;
+    pthread_mutex_unlock(&d->lock);
+    if (why && *why)
+        rw_info_rl("tcp: qpn 0x%08x: rail connection ended: %s", (unsigned)c->ep->base.local.qpn, why);
+    else if (why)
+        rw_debug_rl("tcp: qpn 0x%08x: the client closed the rail connection",
+                    (unsigned)c->ep->base.local.qpn);
 }

@@ -25,7 +25,7 @@ uint32_t rw_tcp_random32(int nonzero)
         if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
             /* getrandom cannot fail for 4 bytes once the pool is ready;
              * keep working anyway, loudly. */
-            rw_warn("tcp: getrandom failed (%s); using a weaker random source", strerror(errno));
+            rw_warn_rl("tcp: getrandom failed (%s); using a weaker random source", strerror(errno));
             v = (uint32_t)rw_now_ns() ^ (fallback += 0x9e3779b9u);
             v ^= v >> 16;
             v *= 0x85ebca6bu;
@@ -48,18 +48,20 @@ int rw_tcp_set_nonblock(int fd, int on)
 static void setopt(int fd, int level, int name, int val, const char *what)
 {
     if (setsockopt(fd, level, name, &val, sizeof(val)) < 0)
-        rw_warn("tcp: setsockopt(%s=%d) failed: %s", what, val, strerror(errno));
+        rw_warn_rl("tcp: setsockopt(%s=%d) failed: %s", what, val, strerror(errno));
 }
 
-void rw_tcp_tune(int fd, int io_timeout_ms)
+void rw_tcp_tune(int fd, int io_timeout_ms, unsigned sockbuf)
 {
     int idle = io_timeout_ms / 2000;
 
     if (idle < 1)
         idle = 1;
     setopt(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
-    setopt(fd, SOL_SOCKET, SO_SNDBUF, (int)RW_TCP_SOCKBUF, "SO_SNDBUF");
-    setopt(fd, SOL_SOCKET, SO_RCVBUF, (int)RW_TCP_SOCKBUF, "SO_RCVBUF");
+    if (sockbuf) {
+        setopt(fd, SOL_SOCKET, SO_SNDBUF, (int)sockbuf, "SO_SNDBUF");
+        setopt(fd, SOL_SOCKET, SO_RCVBUF, (int)sockbuf, "SO_RCVBUF");
+    }
     setopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE");
     setopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, idle, "TCP_KEEPIDLE");
     setopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, 1, "TCP_KEEPINTVL");
@@ -72,7 +74,7 @@ void rw_tcp_set_io_timeouts(int fd, int ms)
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
-        rw_warn("tcp: setsockopt(SO_SNDTIMEO/SO_RCVTIMEO) failed: %s", strerror(errno));
+        rw_warn_rl("tcp: setsockopt(SO_SNDTIMEO/SO_RCVTIMEO) failed: %s", strerror(errno));
 }
 
 int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_storage *remote,
@@ -86,16 +88,16 @@ int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_s
     rw_tcp_addr_format(remote, 1, rbuf, sizeof(rbuf));
     if (local && !rw_tcp_addr_is_any(local) && local->ss_family != remote->ss_family) {
         rw_tcp_addr_format(local, 0, lbuf, sizeof(lbuf));
-        rw_err("tcp: cannot reach %s from local address %s: address families differ; "
+        rw_err_rl("tcp: cannot reach %s from local address %s: address families differ; "
                "give a local address of the same family as the server's", rbuf, lbuf);
         return RAILWIRE_E_CONNECT;
     }
     fd = socket(remote->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        rw_err("tcp: socket() failed: %s", strerror(errno));
+        rw_err_rl("tcp: socket() failed: %s", strerror(errno));
         return RAILWIRE_E_SYSTEM;
     }
-    rw_tcp_tune(fd, io_timeout_ms);
+    rw_tcp_tune(fd, io_timeout_ms, RW_TCP_SOCKBUF);
     if (local && !rw_tcp_addr_is_any(local)) {
         struct sockaddr_storage l = *local;
         int one = 1;
@@ -106,7 +108,7 @@ int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_s
             rw_debug("tcp: IP_BIND_ADDRESS_NO_PORT unavailable: %s", strerror(errno));
         if (bind(fd, (const struct sockaddr *)&l, rw_tcp_addr_len(&l)) < 0) {
             rw_tcp_addr_format(local, 0, lbuf, sizeof(lbuf));
-            rw_err("tcp: bind to local address %s failed: %s; check that this host owns it",
+            rw_err_rl("tcp: bind to local address %s failed: %s; check that this host owns it",
                    lbuf, strerror(errno));
             rc = RAILWIRE_E_CONNECT;
             goto fail;
@@ -129,7 +131,7 @@ int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_s
                 goto fail;
             }
             if (n == 0) {
-                rw_err("tcp: connecting a rail to %s timed out after %d ms; check that the "
+                rw_err_rl("tcp: connecting a rail to %s timed out after %d ms; check that the "
                        "server is up and reachable from this rail's local address", rbuf, timeout_ms);
                 rc = RAILWIRE_E_TIMEOUT;
                 goto fail;
@@ -145,7 +147,7 @@ int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_s
     return 0;
 
 refused:
-    rw_err("tcp: connecting a rail to %s failed: %s; check the server address, that it "
+    rw_err_rl("tcp: connecting a rail to %s failed: %s; check the server address, that it "
            "is still serving this session, and the route from the local address", rbuf, strerror(err));
     rc = RAILWIRE_E_CONNECT;
 fail:

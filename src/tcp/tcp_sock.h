@@ -11,7 +11,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-/* Socket buffer size asked for with SO_SNDBUF/SO_RCVBUF. */
+/* Socket buffer size a client rail asks for with SO_SNDBUF/SO_RCVBUF
+ * (server sockets are sized from the queue budget, tcp_budget.h). */
 #define RW_TCP_SOCKBUF (4u << 20)
 
 /* Returns a random 32-bit value from getrandom(2) (non-zero when nonzero is
@@ -22,10 +23,11 @@ uint32_t rw_tcp_random32(int nonzero);
 int rw_tcp_set_nonblock(int fd, int on);
 
 /* Options every rail socket gets before connect/after accept: TCP_NODELAY,
- * large buffers, keepalive and TCP_USER_TIMEOUT = io_timeout_ms so a dead
- * peer surfaces as an error.  Failures are logged as warnings (the rail
- * still works, only slower or slower to notice a dead peer). */
-void rw_tcp_tune(int fd, int io_timeout_ms);
+ * SO_SNDBUF/SO_RCVBUF = sockbuf (0: left alone), keepalive and
+ * TCP_USER_TIMEOUT = io_timeout_ms so a dead peer surfaces as an error.
+ * Failures are logged as warnings (the rail still works, only slower or
+ * slower to notice a dead peer). */
+void rw_tcp_tune(int fd, int io_timeout_ms, unsigned sockbuf);
 
 /* Sets SO_SNDTIMEO and SO_RCVTIMEO to ms (blocking data-path I/O then fails
  * with RAILWIRE_E_TIMEOUT after ms without progress). */

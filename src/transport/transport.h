@@ -59,6 +59,15 @@ struct rw_domain_cfg {
     unsigned timeout;       /* verbs: local ACK timeout exponent, 0 = default */
     unsigned retry_cnt;     /* verbs: transport retries, 0 = default */
     int io_timeout_ms;      /* tcp: per-operation I/O timeout, 0 = default */
+    /* tcp server: bytes that may be queued towards clients (READ answers in
+     * the kernel's send queues plus staged headers), shared by every server
+     * domain of the process; 0 = 256 MiB.  The last server domain_open that
+     * gives a non-zero value sets it: give every domain the same one. */
+    uint64_t tcp_queue_budget;
+    /* tcp server: the most one session (its eps together, see
+     * rw_ep_cfg.same_session) may have queued; 0 = 16 MiB.  Process-wide,
+     * set like tcp_queue_budget. */
+    uint64_t tcp_session_share;
 };
 
 /* Generic part of a domain.  The transport fills every field. */
@@ -102,6 +111,12 @@ struct rw_ep_cfg {
      * ep_connect returns only once the server attached the rail.  verbs
      * ignores it. */
     int lazy_verdict;
+    /* tcp server side: an ep of the same session created earlier (e.g. the
+     * session's first rail), or NULL for a session of its own.  The eps of
+     * one session share one tcp_session_share of the queue budget.  The
+     * named ep must outlive nothing: each ep holds its own reference to the
+     * session's share.  verbs ignores it. */
+    struct rw_ep *same_session;
 };
 
 /* Generic part of an endpoint. */

@@ -147,7 +147,9 @@ Test(tcp_addr, wildcard_listener_advertises)
     rw_tcp_ops.domain_close(d);
 }
 
-/* MR keys: random, non-zero, distinct; remote_base is the address. */
+/* MR keys: random, non-zero, distinct; remote_base is opaque (not the
+ * address: it would give the server's address layout away), keeps the page
+ * offset, and leaves room for the whole region. */
 Test(tcp_addr, mr_keys)
 {
     struct rw_domain_cfg cfg = {.role = RW_ROLE_CLIENT};
@@ -161,7 +163,10 @@ Test(tcp_addr, mr_keys)
         cr_assert_eq(rw_tcp_ops.mr_reg(d, mem[i], 8, RW_ACCESS_REMOTE_READ, &m[i]), 0);
         cr_assert_neq(m[i]->rkey, 0);
         cr_assert_neq(m[i]->lkey, 0);
-        cr_assert_eq(m[i]->remote_base, (uint64_t)(uintptr_t)mem[i]);
+        cr_assert_neq(m[i]->remote_base, (uint64_t)(uintptr_t)mem[i]);
+        cr_assert_eq(m[i]->remote_base & 0xfff, (uint64_t)(uintptr_t)mem[i] & 0xfff);
+        cr_assert_geq(m[i]->remote_base, 1ull << 48, "far from any user-space address");
+        cr_assert_lt(m[i]->remote_base, 1ull << 62, "base + len cannot wrap");
         for (j = 0; j < i; j++) {
             cr_assert_neq(m[i]->rkey, m[j]->rkey);
             cr_assert_neq(m[i]->rkey, m[j]->lkey);

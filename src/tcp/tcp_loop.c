@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/* The pool of event-loop threads (see tcp_loop.h).  Each loop waits in
+ * epoll_wait for its sockets, its eventfd (commands), the next tick of a
+ * connection waiting on its queue cap or the budget, and the timeout scan;
+ * then runs each connection that has work, for at most one quantum. */
+#include "tcp/tcp_loop.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/time.h"
+
+#define SCAN_MS 50          /* timeout scan period */
+#define EVENTS 128          /* epoll events per wait */
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned pool_refs, pool_n;
+static struct rw_tcp_loop *pool;
+static _Atomic unsigned pool_rr;
+
+static void wake(struct rw_tcp_loop *l)
+{
+    uint64_t one = 1;
+    /* EAGAIN: the counter is already non-zero, the loop will wake. */
+    if (write(l->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        rw_err_rl("tcp: cannot wake event loop %u: %s", l->id, strerror(errno));
+}
+
+void rw_tcp_loop_ready(struct rw_tcp_conn *c)
+{
+    struct rw_tcp_loop *l = c->loop;
+    if (c->on_ready)
+        return;
+    c->on_ready = 1;
+    c->ready_next = NULL;
+    if (l->ready_tail)
+        l->ready_tail->ready_next = c;
+    else
+        l->ready_head = c;
+    l->ready_tail = c;
+}
+
+static void ready_del(struct rw_tcp_conn *c)
+{
+    struct rw_tcp_loop *l = c->loop;
+    struct rw_tcp_conn **pp, *prev = NULL;
+
+    if (!c->on_ready)
+        return;
+    for (pp = &l->ready_head; *pp; prev = *pp, pp = &(*pp)->ready_next) {
+        if (*pp == c) {
+            *pp = c->ready_next;
+            if (l->ready_tail == c)
+                l->ready_tail = prev;
+            break;
+        }
+    }
+    c->on_ready = 0;
+}
+
+void rw_tcp_loop_tick_add(struct rw_tcp_conn *c, int delay_ms)
+{
+    struct rw_tcp_loop *l = c->loop;
+    c->tick_due_ms = rw_now_ms() + delay_ms;
+    if (c->on_tick)
+        return;
+    c->on_tick = 1;
+    c->tick_prev = NULL;
+    c->tick_next = l->tick_head;
+    if (l->tick_head)
+        l->tick_head->tick_prev = c;
+    l->tick_head = c;
+}
+
+void rw_tcp_loop_tick_del(struct rw_tcp_conn *c)
+{
+    struct rw_tcp_loop *l = c->loop;
+    if (!c->on_tick)
+        return;
+    if (c->tick_prev)
+        c->tick_prev->tick_next = c->tick_next;
+    else
+        l->tick_head = c->tick_next;
+    if (c->tick_next)
+        c->tick_next->tick_prev = c->tick_prev;
+    c->on_tick = 0;
+    c->tick_next = c->tick_prev = NULL;
+}
+
+void rw_tcp_loop_forget(struct rw_tcp_conn *c)
+{
+    struct rw_tcp_loop *l = c->loop;
+
+    if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL) < 0 && errno != ENOENT && errno != EBADF)
+        rw_warn_rl("tcp: event loop %u: epoll_ctl(DEL) failed: %s", l->id, strerror(errno));
+    ready_del(c);
+    rw_tcp_loop_tick_del(c);
+    if (c->idx < l->n_conns && l->conns[c->idx] == c) {
+        l->conns[c->idx] = l->conns[--l->n_conns];
+        l->conns[c->idx]->idx = c->idx;
+    }
+    c->idx = (unsigned)-1;
+}
+
+static int do_register(struct rw_tcp_loop *l, struct rw_tcp_conn *c)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
+
+    if (l->n_conns == l->cap_conns) {
+        unsigned nc = l->cap_conns ? l->cap_conns * 2 : 64;
+        struct rw_tcp_conn **n = realloc(l->conns, nc * sizeof(*n));
+        if (!n)
+            return RAILWIRE_E_NOMEM;
+        l->conns = n;
+        l->cap_conns = nc;
+    }
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+        return RAILWIRE_E_SYSTEM;
+    c->idx = l->n_conns;
+    l->conns[l->n_conns++] = c;
+    return 0;
+}
+
+/* Runs the queued commands.  Returns 1 when the loop must stop. */
+static int do_commands(struct rw_tcp_loop *l)
+{
+    struct rw_tcp_conn *adds, *kills, *c, *next;
+    uint64_t v;
+    int stop;
+
+    if (read(l->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        rw_err_rl("tcp: event loop %u: reading its eventfd failed: %s", l->id, strerror(errno));
+    pthread_mutex_lock(&l->lock);
+    adds = l->adds;
+    kills = l->kills;
+    l->adds = l->kills = NULL;
+    stop = l->stop;
+    pthread_mutex_unlock(&l->lock);
+    /* The queues are LIFO; order within one batch does not matter, and
+     * every add of a batch runs before its kills. */
+    for (c = adds; c; c = next) {
+        next = c->add_next;
+        if (do_register(l, c)) {
+            rw_err_rl("tcp: event loop %u: cannot watch a rail connection (%s); closing it",
+                      l->id, strerror(errno));
+            c->idx = (unsigned)-1;
+            rw_tcp_conn_close(c, NULL);
+            continue;
+        }
+        rw_tcp_conn_run(c); /* requests may have arrived before the registration */
+    }
+    for (c = kills; c; c = next) {
+        next = c->kill_next;
+        rw_tcp_conn_close(c, NULL);
+        pthread_mutex_lock(&l->lock);
+        c->released = 1;
+        pthread_cond_broadcast(&l->cond);
+        pthread_mutex_unlock(&l->lock);
+    }
+    return stop;
+}
+
+static int next_timeout(struct rw_tcp_loop *l, int64_t now)
+{
+    int64_t due = l->next_scan_ms;
+    struct rw_tcp_conn *c;
+
+    if (l->ready_head)
+        return 0;
+    for (c = l->tick_head; c; c = c->tick_next)
+        if (c->tick_due_ms < due)
+            due = c->tick_due_ms;
+    return due <= now ? 0 : (int)(due - now);
+}
+
+static void run_ready(struct rw_tcp_loop *l)
+{
+    struct rw_tcp_conn *c = l->ready_head, *next;
+
+    /* Run what was ready at this point only: a connection that yields again
+     * goes to the new list and waits for the next poll. */
+    l->ready_head = l->ready_tail = NULL;
+    for (; c; c = next) {
+        next = c->ready_next;
+        c->on_ready = 0;
+        c->ready_next = NULL;
+        if (c->state != RW_TCP_C_CLOSED)
+            rw_tcp_conn_run(c);
+    }
+}
+
+static void run_ticks(struct rw_tcp_loop *l, int64_t now)
+{
+    struct rw_tcp_conn *c, *next;
+
+    for (c = l->tick_head; c; c = next) {
+        next = c->tick_next;
+        if (c->tick_due_ms <= now) {
+            rw_tcp_conn_tick(c, now);
+            /* the tick may have closed c or others: restart the walk */
+            next = l->tick_head;
+            while (next && next->tick_due_ms > now)
+                next = next->tick_next;
+        }
+    }
+}
+
+static void *loop_main(void *arg)
+{
+    struct rw_tcp_loop *l = arg;
+    struct epoll_event ev[EVENTS];
+    char name[16];
+
+    snprintf(name, sizeof(name), "rw-tcp-loop%u", l->id);
+    pthread_setname_np(pthread_self(), name);
+    l->next_scan_ms = rw_now_ms() + SCAN_MS;
+    for (;;) {
+        int n = epoll_wait(l->epfd, ev, EVENTS, next_timeout(l, rw_now_ms()));
+        int cmd = 0;
+        int64_t now;
+
+        if (n < 0) {
+            if (errno != EINTR)
+                rw_err_rl("tcp: event loop %u: epoll_wait failed: %s", l->id, strerror(errno));
+            n = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            struct rw_tcp_conn *c = ev[i].data.ptr;
+            if (!c)
+                cmd = 1;
+            else if (c->state != RW_TCP_C_CLOSED)
+                rw_tcp_conn_run(c);
+        }
+        if (cmd && do_commands(l))
+            break;
+        run_ready(l);
+        now = rw_now_ms();
+        /* ticks may re-run connections: the 'ready' ones wait for the next poll */
+        run_ticks(l, now);
+        if (now >= l->next_scan_ms) {
+            for (unsigned i = l->n_conns; i-- > 0;)
+                if (i < l->n_conns)
+                    rw_tcp_conn_scan(l->conns[i], now);
+            l->next_scan_ms = now + SCAN_MS;
+        }
+    }
+    return NULL;
+}
+
+static void loop_fini(struct rw_tcp_loop *l)
+{
+    if (l->epfd >= 0)
+        close(l->epfd);
+    if (l->evfd >= 0)
+        close(l->evfd);
+    pthread_cond_destroy(&l->cond);
+    pthread_mutex_destroy(&l->lock);
+    free(l->conns);
+}
+
+static int loop_init(struct rw_tcp_loop *l, unsigned id)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+    l->id = id;
+    l->epfd = l->evfd = -1;
+    if (pthread_mutex_init(&l->lock, NULL))
+        return RAILWIRE_E_SYSTEM;
+    if (rw_tcp_cond_init(&l->cond)) {
+        pthread_mutex_destroy(&l->lock);
+        return RAILWIRE_E_SYSTEM;
+    }
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &ev) < 0) {
+        rw_err("tcp: cannot create event loop %u: %s; check the process's file descriptor limit",
+               id, strerror(errno));
+        loop_fini(l);
+        return RAILWIRE_E_SYSTEM;
+    }
+    return 0;
+}
+
+static _Atomic unsigned pool_want; /* rw_tcp_pool_configure; 0 = by cores */
+
+void rw_tcp_pool_configure(unsigned n)
+{
+    atomic_store(&pool_want, n > 64 ? 64 : n);
+}
+
+static unsigned pool_size(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned want = atomic_load(&pool_want);
+
+    if (want)
+        return want;
+    if (n < 1)
+        n = 1;
+    return n > RW_TCP_LOOPS_MAX ? RW_TCP_LOOPS_MAX : (unsigned)n;
+}
+
+static void stop_loops(unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        pthread_mutex_lock(&pool[i].lock);
+        pool[i].stop = 1;
+        pthread_mutex_unlock(&pool[i].lock);
+        wake(&pool[i]);
+        pthread_join(pool[i].thread, NULL);
+        loop_fini(&pool[i]);
+    }
+    free(pool);
+    pool = NULL;
+    pool_n = 0;
+}
+
+int rw_tcp_pool_acquire(void)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&pool_lock);
+    if (pool_refs == 0) {
+        unsigned n = pool_size(), i;
+        pool = calloc(n, sizeof(*pool));
+        if (!pool) {
+            rc = RAILWIRE_E_NOMEM;
+            goto out;
+        }
+        for (i = 0; i < n; i++) {
+            rc = loop_init(&pool[i], i);
+            if (!rc && pthread_create(&pool[i].thread, NULL, loop_main, &pool[i])) {
+                rw_err("tcp: cannot start event loop thread %u", i);
+                loop_fini(&pool[i]);
+                rc = RAILWIRE_E_SYSTEM;
+            }
+            if (rc)
+                break;
+        }
+        if (rc) {
+            stop_loops(i);
+            goto out;
+        }
+        pool_n = n;
+        rw_debug("tcp: started %u event loop thread(s)", n);
+    }
+    pool_refs++;
+out:
+    pthread_mutex_unlock(&pool_lock);
+    return rc;
+}
+
+void rw_tcp_pool_release(void)
+{
+    pthread_mutex_lock(&pool_lock);
+    if (pool_refs && --pool_refs == 0)
+        stop_loops(pool_n);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+unsigned rw_tcp_pool_threads(void)
+{
+    unsigned n;
+    pthread_mutex_lock(&pool_lock);
+    n = pool_n;
+    pthread_mutex_unlock(&pool_lock);
+    return n;
+}
+
+int rw_tcp_loop_add(struct rw_tcp_conn *c)
+{
+    struct rw_tcp_loop *l;
+
+    /* The pool lives while a server domain is open, and c's domain is. */
+    pthread_mutex_lock(&pool_lock);
+    if (!pool_n) {
+        pthread_mutex_unlock(&pool_lock);
+        return RAILWIRE_E_SYSTEM;
+    }
+    l = &pool[atomic_fetch_add(&pool_rr, 1) % pool_n];
+    pthread_mutex_unlock(&pool_lock);
+    c->loop = l;
+    pthread_mutex_lock(&l->lock);
+    c->add_next = l->adds;
+    l->adds = c;
+    pthread_mutex_unlock(&l->lock);
+    wake(l);
+    return 0;
+}
+
+void rw_tcp_loop_kill(struct rw_tcp_conn *c)
+{
+    struct rw_tcp_loop *l = c->loop;
+    int64_t start = rw_now_ms();
+    int warned = 0;
+
+    pthread_mutex_lock(&l->lock);
+    if (!c->released && !c->kill_requested) {
+        c->kill_requested = 1;
+        c->kill_next = l->kills;
+        l->kills = c;
+        wake(l);
+    }
+    while (!c->released) {
+        /* The loop never blocks in a handler, so this ends within one loop
+         * iteration; the deadline only makes a stuck loop visible. */
+        if (rw_tcp_cond_wait_until(&l->cond, &l->lock, rw_now_ms() + 1000) && !warned &&
+            rw_now_ms() - start >= 5000) {
+            rw_err("tcp: event loop %u has not released a rail connection for 5 s; still waiting "
+                   "(the loop thread looks stuck: attach a debugger)", l->id);
+            warned = 1;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+}
