@@ -335,6 +335,15 @@ void rw_tcp_conn_run(struct rw_tcp_conn *c)
 
     c->wait = RW_TCP_W_NONE;
     do {
+        /* A step that used the rest of the quantum may have finished its
+         * request (a READ answer's last piece may overshoot it): the next
+         * request waits for the next run.  A payload step must never run
+         * with nothing left, or it would ask recv for 0 bytes and take
+         * the 0 it returns for the client's end of stream. */
+        if (quantum == 0) {
+            s = S_YIELD;
+            break;
+        }
         switch (c->state) {
         case RW_TCP_C_HDR:
             s = step_header(c, now, &why);

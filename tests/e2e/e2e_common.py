@@ -114,7 +114,7 @@ def bench_json(railwire, args, timeout=120, netns=None, want_rc=None):
     rc, out, err = run([railwire, "bench", "--json", "--quiet"] + args, timeout, netns)
     if want_rc is not None:
         check(rc == want_rc, "bench %s: exit %d, expected %d\nstdout: %s\nstderr: %s"
-              % (" ".join(args), rc, want_rc, out, err[-3000:]))
+              % (" ".join(args), rc, want_rc, out, err[-12000:]))
     try:
         j = json.loads(out) if out.strip() else None
     except ValueError:

@@ -150,6 +150,8 @@ def run_with_fault(dialect, op, fault, rail, seconds=6.0, at=1.5, want_rc=0):
         try:
             rc, j, err = bench_json(RW, bench_args(s, dialect, op, ["-D", str(seconds)]),
                                     timeout=120, netns=NS_C, want_rc=want_rc)
+        except AssertionError as e:
+            raise AssertionError("%s\nserver log (last 6000 bytes):\n%s" % (e, s.log()[-6000:]))
         finally:
             timer.cancel()
             timer.join()
