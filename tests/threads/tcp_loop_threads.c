@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* A stress program for ThreadSanitizer (Criterion does not start under
- * TSan), built by hand, not by CMake:
- *
- *   gcc -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=thread -Iinclude -Isrc \
- *       -DRAILWIRE_HAVE_VERBS=0 tests/unit/tcp/tcp_tsan_stress.c \
- *       src/tcp/ *.c src/wire/ *.c src/common/ *.c -o /tmp/tcp_tsan -lpthread
- *   /tmp/tcp_tsan [rounds]
+/* The tcp server's event loops, accept threads and liveness checks from
+ * many threads at once (a plain program: it must also run under
+ * ThreadSanitizer, where Criterion does not start).  Runs in every build as
+ * ctest `tcp_loop_threads`; scripts/test.sh's tsan stage runs it under TSan.
+ *   build/tests/threads/tcp_loop_threads [rounds]
  *
  * Each round: 8 rails (2 event loops) move 1 MiB READs and WRITEs at depth
  * 8 while a thread polls ep_liveness and raw clients leave 16 MiB answers
@@ -153,7 +151,7 @@ int main(int argc, char **argv)
     {
         struct rw_tcp_budget_stats st;
         rw_tcp_budget_get_stats(&st);
-        printf("tcp_tsan: %d rounds done; budget queued %llu, conns %u (both must be 0)\n", rounds,
+        printf("tcp_loop_threads: %d rounds done; budget queued %llu, conns %u (both must be 0)\n", rounds,
                (unsigned long long)st.queued, st.conns);
         if (st.queued || st.conns)
             return 1;
