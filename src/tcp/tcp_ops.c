@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "tcp/tcp_internal.h"
+#include "tcp/tcp_served.h"
 
 static int is_server(const struct rw_ep *ep)
 {
@@ -122,4 +123,5 @@ const struct rw_transport_ops rw_tcp_ops = {
     .ep_kill = tcp_ep_kill,
     .ep_destroy = tcp_ep_destroy,
     .ep_liveness = tcp_ep_liveness,
+    .domain_served = rw_tcp_domain_served,
 };
