@@ -104,10 +104,8 @@ static int serve_one(struct rw_tcp_srv_ep *ep, struct rw_tcp_rx *rx, const struc
     more = rw_tcp_rx_avail(rx) >= RW_TCP_REQ_SIZE && resp.length <= RW_TCP_MORE_MAX
                ? MSG_MORE
                : 0;
-    rc = rw_tcp_sendv(rx->fd, iov, resp.length ? 2 : 1, more);
-    if (rc == 0)
-        rw_tcp_served_count(&ep->dom->served, r->op, r->length, mem != NULL);
-    return rc;
+    rw_tcp_served_count(&ep->dom->served, r->op, r->length, mem != NULL);
+    return rw_tcp_sendv(rx->fd, iov, resp.length ? 2 : 1, more);
 }
 
 void *rw_tcp_serve_main(void *arg)

@@ -19,7 +19,9 @@ struct rw_tcp_served {
 
 /* Counts one request answered on a domain: op is RW_TCP_OP_READ or
  * RW_TCP_OP_WRITE, len its payload, ok 0 when the access was refused (its
- * bytes are then not counted).  Thread-safe, never blocks. */
+ * bytes are then not counted).  Called just before the answer is sent, so
+ * a client that has seen its completion also sees it counted.
+ * Thread-safe, never blocks. */
 void rw_tcp_served_count(struct rw_tcp_served *s, unsigned op, uint32_t len, int ok);
 
 /* ops->domain_served of the tcp transport: fills *out from a server
