@@ -8,7 +8,6 @@
 
 #include "common/log.h"
 #include "tcp/tcp_internal.h"
-#include "tcp/tcp_served.h"
 
 static int is_server(const struct rw_ep *ep)
 {
