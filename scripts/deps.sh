@@ -9,6 +9,8 @@
 #   qemu-system-x86, busybox-static: the soft-RoCE VM that runs the verbs suite
 #   help2man, groff-base, man-db, gzip: the man pages (built from --help) and their checks
 #   systemd: `systemd-analyze verify` on the unit (no running systemd needed)
+#   prometheus: promtool (`promtool check metrics`) and the server the metrics
+#     test scrapes `railwire serve --metrics` with
 #   dpkg-dev, file: the Debian packages (cpack's dpkg-shlibdeps, dpkg-buildflags)
 #   python3-dev, python3-setuptools, python3-numpy, python3-pytest, python3-pip: the
 #     Python package (python/) and its tests; RAILWIRE_WITH_TORCH=1 also installs
@@ -17,7 +19,7 @@
 set -euo pipefail
 pkgs=(cmake make gcc clang pkg-config libcriterion-dev libibverbs-dev ibverbs-providers
       rdma-core ibverbs-utils perftest python3 iproute2 nftables qemu-system-x86 busybox-static
-      libclang-rt-14-dev help2man groff-base man-db gzip systemd dpkg-dev file
+      libclang-rt-14-dev help2man groff-base man-db gzip systemd prometheus dpkg-dev file
       python3-dev python3-setuptools python3-numpy python3-pytest python3-pip)
 if [ "${RAILWIRE_WITH_TORCH:-0}" = 1 ]; then
   pkgs+=(python3-torch)

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <railwire/error.h>
 #include <railwire/export.h>
@@ -213,6 +214,19 @@ typedef struct railwire_rail_stats {
 
 /* Copies the stats of up to `max` rails into out; returns the rail count. */
 RAILWIRE_API int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out, unsigned max);
+
+/* Renders the railset's stats (railwire_railset_stats) in the Prometheus
+ * text exposition format (version 0.0.4; families and labels in
+ * docs/metrics.md: per rail, labelled rail="INDEX" and device="NAME", so at
+ * most RAILWIRE_MAX_RAILS series per family), for an engine to serve on its
+ * own endpoint.  Like snprintf: writes at most `size` bytes into buf, the
+ * terminating NUL included, and returns the length of the whole text
+ * without the NUL; a return >= size means the text was cut (call again
+ * with at least the returned length + 1; counters may gain digits between
+ * calls).  buf may be NULL when size is 0 and stays owned by the caller.
+ * Returns RAILWIRE_E_INVALID (NULL rs, or NULL buf with size > 0) or
+ * RAILWIRE_E_NOMEM.  Thread-safe like railwire_railset_stats. */
+RAILWIRE_API ssize_t railwire_railset_metrics(const railwire_railset *rs, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

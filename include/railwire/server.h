@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <railwire/error.h>
 #include <railwire/export.h>
@@ -151,6 +152,41 @@ struct railwire_server_stats {
     uint64_t accept_errors;        /* accept failures other than "nothing to accept" */
     uint64_t accept_pauses;        /* times accepting was paused for lack of descriptors or
                                       memory (EMFILE, ENFILE, ENOMEM, ENOBUFS) */
+    /* Data served (appended in 0.1).  Counted where the server's CPU moves
+     * the payload: on tcp.  verbs READ/WRITE are one-sided RDMA that never
+     * reach the server's CPU: there these stay 0 and data_counted is 0. */
+    uint64_t data_counted;         /* 1 when the transport counts the fields below (tcp) */
+    uint64_t requests_read;        /* READ requests served */
+    uint64_t requests_written;     /* WRITE requests served */
+    uint64_t bytes_read;           /* payload bytes clients read */
+    uint64_t bytes_written;        /* payload bytes clients wrote */
+    uint64_t requests_refused;     /* requests refused: rkey, access or range (remote access) */
+    /* Rails of live sessions by what the transport knows of them (gauges,
+     * refreshed about every 100 ms; they add up to rails_live). */
+    uint64_t rails_attached;       /* the client's rail is attached and serving */
+    uint64_t rails_waiting;        /* the client's rail has not arrived yet */
+    uint64_t rails_closed;         /* the rail was attached and has closed; its session
+                                      is not released yet */
+    uint64_t rails_unknown;        /* the transport has no signal (verbs) */
+    /* Registration of the published memory at create. */
+    uint64_t registered_bytes;     /* bytes registered, over every domain (published bytes
+                                      x domains) */
+    uint64_t registrations;        /* registrations made (regions x domains) */
+    uint64_t registration_ns;      /* time spent registering, summed over registrations
+                                      (domains register in parallel, so the wall time of
+                                      create can be less) */
+    uint64_t registration_max_ns;  /* the longest single registration */
+    /* The tcp queue budget: bytes queued towards clients (READ answers in
+     * the kernel's send queues), one budget for every tcp server of the
+     * process, with a share per session (docs/tcp-transport.md, "Budgets").
+     * All 0 on verbs, which queues nothing on the server's CPU. */
+    uint64_t queue_budget_bytes;   /* the budget */
+    uint64_t queue_share_bytes;    /* the most one session may have queued */
+    uint64_t queued_bytes;         /* queued now (gauge) */
+    uint64_t queued_peak_bytes;    /* the highest queued_bytes seen */
+    uint64_t queue_evictions;      /* rail connections closed because their queued bytes
+                                      had not moved while the budget was used up */
+    uint64_t queue_starved;        /* times a connection found the budget used up */
 };
 
 /* Fills *o with the defaults. */
@@ -177,6 +213,18 @@ RAILWIRE_API unsigned railwire_server_sessions(const railwire_server *srv);
  * Thread-safe; never blocks on the network. */
 RAILWIRE_API int railwire_server_stats(const railwire_server *srv,
                                        struct railwire_server_stats *out);
+
+/* Renders one railwire_server_stats() snapshot in the Prometheus text
+ * exposition format (version 0.0.4; every family and label is in
+ * docs/metrics.md) into buf, like snprintf: writes at most `size` bytes,
+ * the terminating NUL included, and returns the length of the whole text
+ * without the NUL.  A return >= size means the text was cut: call again
+ * with a buffer of at least the returned length + 1 (the text may grow a
+ * little between calls as counters gain digits).  buf may be NULL when
+ * size is 0.  buf stays owned by the caller.  Returns RAILWIRE_E_INVALID
+ * for a NULL srv (or a NULL buf with size > 0).  Thread-safe; never blocks
+ * on the network or on the server's event loop. */
+RAILWIRE_API ssize_t railwire_server_metrics(const railwire_server *srv, char *buf, size_t size);
 
 /* Stops accepting, closes every connection and session (each released
  * session is logged and counted as released_server_stopping), deregisters

@@ -3,6 +3,7 @@
  * properties and stats().  Submitting is in railset_io.c, waiting in
  * railset_wait.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ext.h"
@@ -212,6 +213,41 @@ static PyObject *railset_stats(rwpy_railset *self, PyObject *noargs)
     return list;
 }
 
+/* Railset.metrics(): railwire_railset_metrics() as a str. */
+static PyObject *railset_metrics(rwpy_railset *self, PyObject *noargs)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n = 0;
+
+    (void)noargs;
+    Py_BEGIN_ALLOW_THREADS
+    rwpy_rslock_acquire(&self->lock);
+    for (int tries = 0; tries < 4; tries++) {
+        n = self->rs ? railwire_railset_metrics(self->rs, buf, cap) : RAILWIRE_E_CLOSED;
+        if (n < 0 || (size_t)n < cap)
+            break;
+        cap = (size_t)n + 1024; /* counters may gain digits between calls */
+        char *nb = realloc(buf, cap);
+        if (!nb) {
+            n = RAILWIRE_E_NOMEM;
+            break;
+        }
+        buf = nb;
+    }
+    rwpy_rslock_release(&self->lock);
+    Py_END_ALLOW_THREADS
+    PyObject *text = NULL;
+    if (n < 0)
+        rwpy_raise((int)n, "metrics of the railset to %s", self->target);
+    else if ((size_t)n >= cap)
+        rwpy_raise(RAILWIRE_E_STATE, "metrics of the railset to %s kept growing", self->target);
+    else
+        text = PyUnicode_DecodeUTF8(buf, n, "replace");
+    free(buf);
+    return text;
+}
+
 static PyObject *get_rails(rwpy_railset *self, void *c)
 {
     (void)c;
@@ -337,6 +373,9 @@ static PyMethodDef railset_methods[] = {
     {"stats", (PyCFunction)(void (*)(void))railset_stats, METH_NOARGS,
      "stats() -> list[dict]\n\nPer-rail counters: index, state ('up'/'down'), name, gbps, "
      "bytes_read, bytes_written, ops, errors, reissued, down_reason, down_error."},
+    {"metrics", (PyCFunction)(void (*)(void))railset_metrics, METH_NOARGS,
+     "metrics() -> str\n\nThe railset's counters in the Prometheus text format "
+     "(railwire_railset_metrics; docs/metrics.md), for an engine's own /metrics."},
     {"close", (PyCFunction)(void (*)(void))railset_close_m, METH_NOARGS,
      "Closes the rails (unfinished transfers fail and are not returned) and releases every "
      "region.  Idempotent."},

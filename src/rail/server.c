@@ -155,7 +155,10 @@ static int open_domain(void *arg, unsigned i)
         int access = srv->dialect == RAILWIRE_DIALECT_RO
                          ? RW_ACCESS_REMOTE_READ
                          : RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE;
+        uint64_t t0 = rw_now_ns();
         rc = srv->ops->mr_reg(d->dom, reg->addr, reg->len, access, &d->mrs[k]);
+        if (rc == 0)
+            rw_srv_count_registration(srv, reg->len, rw_now_ns() - t0);
         if (rc < 0) {
             d->mrs[k] = NULL;
             rw_err("server: registering %s %u (%zu bytes) on %s failed (%s)",

@@ -212,6 +212,11 @@ void rw_conn_reject_close(struct rw_conn *c);
 /* Adds d to the counter at offset `field` of railwire_server_stats. */
 void rw_srv_count(struct railwire_server *srv, size_t field, int64_t d);
 #define RW_ST(f) offsetof(struct railwire_server_stats, f)
+/* Counts one registration of the published memory: bytes, and ns it took. */
+void rw_srv_count_registration(struct railwire_server *srv, uint64_t bytes, uint64_t ns);
+/* Loop thread: refreshes the rails_attached/waiting/closed/unknown gauges
+ * from the live sessions' eps. */
+void rw_srv_rail_census(struct railwire_server *srv);
 
 /* ---- lists (server_loop.c) */
 void rw_conn_list_add(struct rw_conn_list *l, struct rw_conn *c);

@@ -204,11 +204,12 @@ static void run_timers(struct railwire_server *srv, int64_t now)
         if (now >= c->deadline_ms)
             rw_conn_expired(c, now);
     }
-    if (srv->sessions.n && now >= srv->next_tick_ms) {
+    if (now >= srv->next_tick_ms) {
         for (c = srv->sessions.head; c; c = next) {
             next = c->next;
             rw_conn_tick(c, now);
         }
+        rw_srv_rail_census(srv);
         srv->next_tick_ms = now + RW_SESSION_TICK_MS;
     }
     if (srv->accept_paused && now >= srv->accept_resume_ms)

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "tcp/tcp_proto.h"
+#include "tcp/tcp_served.h"
 #include "transport/transport.h"
 
 #define RW_TCP_DEFAULT_IO_TIMEOUT_MS 10000
@@ -35,6 +36,7 @@ struct rw_tcp_domain {
     pthread_mutex_t lock;
     unsigned n_eps;                /* live eps of this domain */
     unsigned n_mrs;                /* live MRs of this domain */
+    struct rw_tcp_served served;   /* server: requests served (atomics, no lock) */
 
     /* server only */
     int listen_fd;

@@ -122,4 +122,5 @@ const struct rw_transport_ops rw_tcp_ops = {
     .ep_kill = tcp_ep_kill,
     .ep_destroy = tcp_ep_destroy,
     .ep_liveness = tcp_ep_liveness,
+    .domain_served = rw_tcp_domain_served,
 };

@@ -141,6 +141,9 @@ static void log_refusal(struct rw_tcp_conn *c, const struct rw_tcp_req *r, const
 static void set_response(struct rw_tcp_conn *c, uint32_t status, uint32_t length)
 {
     struct rw_tcp_resp resp = {.tag = c->req.tag, .status = status, .length = length};
+    /* counted before the answer leaves, so a client that has seen its
+     * completion also sees it counted */
+    rw_tcp_served_count(&c->ep->dom->served, c->req.op, c->req.length, status == RW_TCP_ST_OK);
     rw_tcp_resp_encode(c->resp, &resp);
     c->resp_off = 0;
     c->left = length;

@@ -149,6 +149,23 @@ struct rw_wc {
     uint32_t byte_len;
 };
 
+/* What a server domain has served (ops->domain_served): requests whose
+ * payload the server's CPU moved.  Counters since domain_open. */
+struct rw_served {
+    uint64_t reads, writes;             /* READ / WRITE requests served */
+    uint64_t bytes_read, bytes_written; /* their payload bytes */
+    uint64_t refused;                   /* requests refused (remote access) */
+    /* The tcp queue budget (tcp_budget.h).  It is process-wide, shared by
+     * every server domain: each domain reports the same values, so a
+     * reader takes them from one domain and never sums them. */
+    uint64_t queue_budget;              /* bytes that may be queued towards clients */
+    uint64_t queue_share;               /* the most one session may have queued */
+    uint64_t queued;                    /* bytes queued now */
+    uint64_t queued_peak;               /* highest value of queued since start */
+    uint64_t queue_evictions;           /* connections evicted to free budget */
+    uint64_t queue_starved;             /* times a connection found the budget used up */
+};
+
 struct rw_transport_ops {
     const char *name; /* "tcp" or "verbs" */
 
@@ -211,6 +228,11 @@ struct rw_transport_ops {
      * async event), after which ep_poll reports its WRs as failed.  Never
      * blocks. */
     int (*ep_check)(struct rw_ep *ep);
+    /* Optional (NULL: the transport cannot count, e.g. verbs, whose
+     * one-sided READ/WRITE never reach the server's CPU).  Server domain:
+     * fills *out with what it has served.  Thread-safe; never blocks.
+     * Returns 0. */
+    int (*domain_served)(struct rw_domain *dom, struct rw_served *out);
 };
 
 /* The built-in transports.  rw_verbs_ops exists only when RAILWIRE_HAVE_VERBS. */

@@ -75,6 +75,9 @@ static const char bench_usage[] =
     "                         is live before failing (default: the op timeout)\n"
     "  --json                 print one JSON object on stdout instead of the table\n"
     "  --plot FILE.png        also draw the results (with -a: the sweep) with gnuplot\n"
+    "  --metrics-dump         after the run, print the railset's metrics on stdout\n"
+    "                         in the Prometheus text format (railwire_railset_metrics;\n"
+    "                         docs/metrics.md), after the table\n"
     "  --quiet                no progress or \"connected\" line on stderr\n"
     "  -v, --verbose          debug logging\n"
     "  -h, --help             this text\n"
@@ -86,6 +89,7 @@ struct bench_opts {
     char host[256], port[16];
     const char *plot;          /* --plot FILE.png, NULL when not asked */
     int have_connect, loopback, have_dialect, verify, json, quiet, verbose, sweep;
+    int metrics_dump;
     enum railwire_dialect dialect;
     enum railwire_transport transport;
     enum railwire_opcode opcode;
@@ -103,7 +107,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
 {
     enum { O_CONNECT = 256, O_LOOPBACK, O_DIALECT, O_RAILS, O_READ, O_WRITE, O_VERIFY, O_SPAN,
            O_LAYERS, O_SLICE, O_RAIL_DEPTH, O_TRANSPORT, O_LOCAL, O_DEVICE, O_CTIMEOUT, O_OTIMEOUT,
-           O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN, O_IOTIMEOUT };
+           O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN, O_IOTIMEOUT, O_METRICS_DUMP };
     static const struct option longopts[] = {
         {"connect", required_argument, NULL, O_CONNECT},
         {"loopback", no_argument, NULL, O_LOOPBACK},
@@ -128,6 +132,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"op-timeout", required_argument, NULL, O_OTIMEOUT},
         {"io-timeout", required_argument, NULL, O_IOTIMEOUT},
         {"json", no_argument, NULL, O_JSON},
+        {"metrics-dump", no_argument, NULL, O_METRICS_DUMP},
         {"no-heal", no_argument, NULL, O_NO_HEAL},
         {"all-down-timeout", required_argument, NULL, O_ALL_DOWN},
         {"plot", required_argument, NULL, 'P'},
@@ -247,6 +252,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
                 b->op_timeout = (int)v;
             break;
         case O_JSON: b->json = 1; break;
+        case O_METRICS_DUMP: b->metrics_dump = 1; break;
         case O_NO_HEAL: b->no_heal = 1; break;
         case O_IOTIMEOUT:
             if (tool_parse_uint(optarg, "--io-timeout", 1, 3600000, &v) < 0)
@@ -277,6 +283,10 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         fprintf(stderr, "error: give exactly one of --connect HOST:PORT and --loopback\n");
         return -1;
     }
+    if (b->metrics_dump && b->json) {
+        fprintf(stderr, "error: --metrics-dump and --json both write stdout; give one of them\n");
+        return -1;
+    }
     if (!b->have_dialect)
         b->dialect = b->opcode == RAILWIRE_OP_WRITE ? RAILWIRE_DIALECT_RW : RAILWIRE_DIALECT_RO;
     if (b->dialect == RAILWIRE_DIALECT_RO && b->rails > RAILWIRE_MAX_RO_RAILS) {
@@ -288,6 +298,35 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
     if (!b->iters && !b->seconds)
         b->iters = 1000;
     return 0;
+}
+
+/* Prints the railset's metrics text on stdout.  Returns 0 or -1 (message
+ * on stderr). */
+static int dump_metrics(const railwire_railset *rs)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    for (int tries = 0; tries < 4; tries++) {
+        ssize_t need = railwire_railset_metrics(rs, buf, cap);
+        if (need < 0) {
+            fprintf(stderr, "error: --metrics-dump: %s\n", railwire_strerror((int)need));
+            break;
+        }
+        if ((size_t)need < cap) {
+            fputs(buf, stdout);
+            free(buf);
+            return 0;
+        }
+        cap = (size_t)need + 1024;
+        char *nb = realloc(buf, cap);
+        if (!nb) {
+            fprintf(stderr, "error: --metrics-dump: out of memory\n");
+            break;
+        }
+        buf = nb;
+    }
+    free(buf);
+    return -1;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -466,8 +505,10 @@ int cmd_bench(int argc, char **argv)
         bench_report_json(stdout, sum);
     else
         bench_report_table(stdout, sum);
-    fflush(stdout);
     exit_code = (rc < 0 || run.failed || run.mismatch) ? 1 : 0;
+    if (b.metrics_dump && dump_metrics(rs) < 0)
+        exit_code = 1;
+    fflush(stdout);
     if (b.plot && bench_plot_png(b.plot, sum) < 0)
         exit_code = 1;
 out:

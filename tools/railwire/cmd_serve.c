@@ -19,6 +19,7 @@
 #include "bench_pattern.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "metrics_http.h"
 
 #define SERVE_MAX_ADDRS 64
 #define SERVE_MAX_LISTEN 16
@@ -76,6 +77,12 @@ static const char serve_usage[] =
     "                         Any client that reaches the port can read every\n"
     "                         published byte (and write an RW arena): allow only\n"
     "                         your fleet (see docs/security.md)\n"
+    "  --metrics HOST:PORT    serve Prometheus metrics on http://HOST:PORT/metrics\n"
+    "                         (a port of its own, off by default; GET only, small\n"
+    "                         requests, 5 s per connection, 8 connections at once;\n"
+    "                         every metric is in docs/metrics.md).  verbs READ and\n"
+    "                         WRITE never reach the server's CPU: no byte counters\n"
+    "                         there\n"
     "  -v, --verbose          debug logging (RAILWIRE_LOG=... also works)\n"
     "  -h, --help             this text\n"
     "\n"
@@ -127,11 +134,16 @@ fail:
     return -1;
 }
 
+static ssize_t render_metrics(void *arg, char *buf, size_t size)
+{
+    return railwire_server_metrics(arg, buf, size);
+}
+
 int cmd_serve(int argc, char **argv)
 {
     enum { O_DIALECT = 256, O_LISTEN, O_LAYER, O_ARENA, O_FILL, O_RAIL_ADDR, O_TRANSPORT,
            O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT, O_LINGER,
-           O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW };
+           O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW, O_METRICS };
     static const struct option longopts[] = {
         {"dialect", required_argument, NULL, O_DIALECT},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -151,6 +163,7 @@ int cmd_serve(int argc, char **argv)
         {"max-pending", required_argument, NULL, O_MAX_PENDING},
         {"first-byte-timeout", required_argument, NULL, O_FIRST_BYTE},
         {"allow", required_argument, NULL, O_ALLOW},
+        {"metrics", required_argument, NULL, O_METRICS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -173,6 +186,9 @@ int cmd_serve(int argc, char **argv)
     const char *allow[SERVE_MAX_ALLOW];
     unsigned n_allow = 0;
     unsigned long v;
+    char metrics_host[256], metrics_port[16];
+    int have_metrics = 0;
+    struct metrics_http *metrics = NULL;
     sigset_t sigs;
     int sig;
 
@@ -291,6 +307,12 @@ int cmd_serve(int argc, char **argv)
             }
             allow[n_allow++] = optarg;
             break;
+        case O_METRICS:
+            if (tool_parse_hostport(optarg, "--metrics address", metrics_host,
+                                    sizeof(metrics_host), metrics_port, sizeof(metrics_port)) < 0)
+                return 2;
+            have_metrics = 1;
+            break;
         case 'v':
             verbose = 1;
             break;
@@ -376,6 +398,10 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+    /* The metrics port is bound first: a port in use fails before the
+     * memory is registered. */
+    if (have_metrics && metrics_http_listen(metrics_host, metrics_port, &metrics) < 0)
+        goto out;
     c = railwire_server_create(&o, &srv);
     if (c < 0) {
         fprintf(stderr, "error: cannot start the server on %s:%s: %s: %s\n", hosts[0], port,
@@ -393,6 +419,12 @@ int cmd_serve(int argc, char **argv)
         tool_format_hostport(where, sizeof(where), hosts[i], railwire_server_port(srv));
         printf("also listening on %s\n", where);
     }
+    if (metrics) {
+        if (metrics_http_start(metrics, render_metrics, srv) < 0)
+            goto out;
+        tool_format_hostport(where, sizeof(where), metrics_host, metrics_http_port(metrics));
+        printf("metrics on http://%s/metrics\n", where);
+    }
     fflush(stdout);
 
     for (;;) {
@@ -407,10 +439,15 @@ int cmd_serve(int argc, char **argv)
                  railwire_server_sessions(srv) == 1 ? "" : "s");
         tool_log_sink(RAILWIRE_LOG_INFO, msg, stderr);
     }
+    /* The listener reads the server: it stops first. */
+    metrics_http_stop(metrics);
+    metrics = NULL;
     railwire_server_destroy(srv);
     srv = NULL;
     rc = 0;
 out:
+    metrics_http_stop(metrics);
+    railwire_server_destroy(srv);
     for (unsigned i = 0; i < n_mapped; i++)
         munmap(layers[i].addr, layers[i].len);
     free(layers);
