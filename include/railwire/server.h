@@ -187,6 +187,11 @@ struct railwire_server_stats {
     uint64_t queue_evictions;      /* rail connections closed because their queued bytes
                                       had not moved while the budget was used up */
     uint64_t queue_starved;        /* times a connection found the budget used up */
+    /* Sessions released, one more reason (added with the fields above to
+     * the sum in "Sessions released, by reason"). */
+    uint64_t released_displaced;   /* a lingering session (control connection ended)
+                                      released because a new session from the same
+                                      address was at max_sessions_per_peer */
 };
 
 /* Fills *o with the defaults. */

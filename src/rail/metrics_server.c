@@ -54,6 +54,8 @@ static const struct srv_row rows[] = {
      S(released_rails_closed), 0},
     {"railwire_server_sessions_released_total", NULL, NULL, "reason=\"server_stopping\"",
      S(released_server_stopping), 0},
+    {"railwire_server_sessions_released_total", NULL, NULL, "reason=\"displaced\"",
+     S(released_displaced), 0},
     {"railwire_server_rails", "gauge",
      "Rails of live sessions by what the transport knows of them (refreshed every 100 ms; verbs has no signal: unknown).",
      "state=\"attached\"", S(rails_attached), ROW_TRANSPORT},

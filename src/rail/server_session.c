@@ -212,6 +212,27 @@ static int give_params(struct rw_conn *c)
     return rc;
 }
 
+/* c's peer is at max_sessions_per_peer: releases that peer's oldest
+ * lingering session (control connection ended, rails kept for a while), if
+ * it has one, so a client that reconnects is not refused for sessions it
+ * has left.  On verbs a lingering session cannot tell whether its rails are
+ * still used, so without this a client that closes and reopens quickly was
+ * refused for the whole linger.  Sessions whose control connection is open
+ * are never displaced. */
+static void displace_lingering(struct rw_conn *c)
+{
+    struct railwire_server *srv = c->srv;
+    struct rw_conn *old = NULL;
+    for (struct rw_conn *s = srv->sessions.head; s; s = s->next)
+        if (s->phase == RW_CONN_LINGER && s->peer == c->peer &&
+            (!old || s->control_end_ms < old->control_end_ms))
+            old = s;
+    if (old)
+        rw_conn_release(old, RW_ST(released_displaced),
+                        "its control connection had ended and a new session from the same "
+                        "address needs its place (max_sessions_per_peer)");
+}
+
 /* The request byte arrived (NEED_PARAMS): caps, then a slot and the rails,
  * or a rejection. */
 static void on_request(struct rw_conn *c)
@@ -221,6 +242,8 @@ static void on_request(struct rw_conn *c)
     c->n = c->hs.n_rails;
     const char *why = check_rails(srv, c->n, buf, sizeof(buf));
     size_t counter = RW_ST(rejected_rails);
+    if (!why && srv->max_per_peer && c->peer->sessions >= srv->max_per_peer)
+        displace_lingering(c);
     if (!why && srv->max_per_peer && c->peer->sessions >= srv->max_per_peer) {
         snprintf(buf, sizeof(buf), "%u sessions from this address already "
                  "(max_sessions_per_peer)", c->peer->sessions);
@@ -548,8 +571,9 @@ void rw_conn_tick(struct rw_conn *c, int64_t now)
 
 /* One limiter per release reason, so a storm of one kind (a flood of
  * clients that never open their rails) does not hide the others. */
-static struct rw_log_rl release_rl[6] = {RW_LOG_RL_INIT, RW_LOG_RL_INIT, RW_LOG_RL_INIT,
-                                         RW_LOG_RL_INIT, RW_LOG_RL_INIT, RW_LOG_RL_INIT};
+static struct rw_log_rl release_rl[7] = {RW_LOG_RL_INIT, RW_LOG_RL_INIT, RW_LOG_RL_INIT,
+                                         RW_LOG_RL_INIT, RW_LOG_RL_INIT, RW_LOG_RL_INIT,
+                                         RW_LOG_RL_INIT};
 
 static unsigned release_site(size_t reason)
 {
@@ -563,7 +587,9 @@ static unsigned release_site(size_t reason)
         return 3;
     if (reason == RW_ST(released_server_stopping))
         return 4;
-    return 5;
+    if (reason == RW_ST(released_displaced))
+        return 5;
+    return 6;
 }
 
 void rw_conn_release(struct rw_conn *c, size_t reason, const char *why)

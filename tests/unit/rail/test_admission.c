@@ -155,7 +155,7 @@ static void check_release_balance(void)
     struct railwire_server_stats st = stats();
     uint64_t rel = st.released_control_ended + st.released_linger_expired +
                    st.released_no_rail_attached + st.released_rails_closed +
-                   st.released_server_stopping;
+                   st.released_server_stopping + st.released_displaced;
     cr_assert_eq(st.sessions_opened - st.sessions_live, rel,
                  "opened %llu, live %llu, released %llu", (unsigned long long)st.sessions_opened,
                  (unsigned long long)st.sessions_live, (unsigned long long)rel);
@@ -480,6 +480,49 @@ Test(admission, per_peer_caps_stop_one_address_and_not_another)
         close(idle[i]);
     raw_close(&s[0]);
     raw_close(&s[1]);
+}
+
+/* At the per-peer cap, a new session from that address releases the
+ * address's oldest lingering session (its control connection ended) instead
+ * of being refused; sessions whose control connection is open are never
+ * displaced. */
+Test(admission, a_lingering_session_makes_room_at_the_per_peer_cap)
+{
+    start(&(struct cfg){.per_peer = 2, .io_ms = 5000, .first_ms = 5000});
+    struct raw_session s[5];
+    for (int i = 0; i < 2; i++) {
+        int fd = raw_dial(ATTACKER, port);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(raw_handshake(fd, 1, 2000, &s[i]), 0);
+        cr_assert_eq(raw_open_rail(&s[i], 0, 2000), 0);
+        /* the control connection ends, the rail stays: the session lingers */
+        close(s[i].ctl);
+        s[i].ctl = -1;
+        WAIT_STAT(sessions_lingering, (unsigned)i + 1, 5000);
+    }
+    for (int i = 2; i < 4; i++) {
+        int fd = raw_dial(ATTACKER, port);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(raw_handshake(fd, 1, 2000, &s[i]), 0,
+                     "session %d: refused although the address has a lingering session", i);
+        cr_assert_eq(stats().released_displaced, (uint64_t)i - 1);
+        /* the oldest lingering one went, rail and all */
+        cr_assert_geq(read_to_end(s[i - 2].rail[0], 3000), 0,
+                      "the displaced session's rail is still open");
+    }
+    struct railwire_server_stats st = stats();
+    cr_assert_eq(st.sessions_lingering, 0);
+    cr_assert_eq(st.rejected_per_peer, 0);
+    /* two sessions with open control connections: the next is refused */
+    int fd = raw_dial(ATTACKER, port);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(raw_handshake(fd, 1, 2000, &s[4]), RAILWIRE_E_PEER_REJECTED,
+                 "a live session was displaced");
+    cr_assert_eq(stats().rejected_per_peer, 1);
+    cr_assert_eq(stats().released_displaced, 2);
+    for (int i = 0; i < 5; i++)
+        raw_close(&s[i]);
+    check_release_balance();
 }
 
 /* ----------------------------------------------------------- allowlist */
