@@ -12,10 +12,12 @@
  * - Caps (max_clients, max_sessions_per_peer, max_rails_per_client) are
  *   checked when the request arrives, before anything is allocated; a client
  *   over a cap is rejected by closing its control connection (it sees
- *   peer-rejected; the reason goes to the log).  A connection takes a slot
- *   under max_clients when the server answers it with params (that is when
- *   its rails are allocated) and is counted as a session once its ack is
- *   sent; one that has not sent its request holds no slot.
+ *   peer-rejected; the reason goes to the log).  Only complete handshakes
+ *   (ack sent) count against max_clients: a connection still in its
+ *   handshake takes no session's place (the pending pool and the per-peer
+ *   cap bound those).  max_clients is checked again before the ack, and a
+ *   client whose handshake ran while the last places were taken is refused
+ *   there (it sees refused).
  * - Rails that have not attached within io_timeout_ms of the ack are
  *   released; a session none of whose rails attached is released.
  * - When a client's control connection ends, its session lingers: its rails
@@ -122,8 +124,9 @@ struct railwire_server_stats {
     uint64_t sessions_live;      /* handshake complete and not released (lingering included) */
     uint64_t sessions_lingering; /* of those, sessions whose control connection ended */
     uint64_t pending;            /* connections in the handshake pool */
-    uint64_t slots_held;         /* slots taken under max_clients: live sessions plus
-                                    handshakes past the params */
+    uint64_t slots_held;         /* live sessions plus handshakes past the params (whose
+                                    rails exist); only the sessions count against
+                                    max_clients */
     uint64_t rails_live;         /* rails of live sessions not yet released */
     uint64_t accept_paused;      /* 1 while accepting is paused (out of descriptors/memory) */
     /* Connections. */

@@ -212,6 +212,13 @@ static int give_params(struct rw_conn *c)
     return rc;
 }
 
+/* Sessions whose handshake completed and that are not released (the loop
+ * thread is the only writer of the count). */
+static unsigned sessions_complete(const struct railwire_server *srv)
+{
+    return (unsigned)srv->st.sessions_live;
+}
+
 /* c's peer is at max_sessions_per_peer: releases that peer's oldest
  * lingering session (control connection ended, rails kept for a while), if
  * it has one, so a client that reconnects is not refused for sessions it
@@ -250,8 +257,11 @@ static void on_request(struct rw_conn *c)
         why = buf;
         counter = RW_ST(rejected_per_peer);
     }
-    if (!why && srv->slots_held >= srv->max_clients) {
-        snprintf(buf, sizeof(buf), "%u sessions already (max_clients)", srv->slots_held);
+    /* Only complete handshakes count against max_clients (on_ids checks
+     * again): connections that stall in their handshake cannot take the
+     * sessions' places; the pending pool and the per-peer cap bound them. */
+    if (!why && sessions_complete(srv) >= srv->max_clients) {
+        snprintf(buf, sizeof(buf), "%u sessions already (max_clients)", sessions_complete(srv));
         why = buf;
         counter = RW_ST(rejected_max_clients);
     }
@@ -288,6 +298,13 @@ static int on_ids(struct rw_conn *c)
 {
     struct railwire_server *srv = c->srv;
     int accept = 1;
+    if (sessions_complete(srv) >= srv->max_clients) {
+        /* others completed while this one ran its handshake */
+        rw_warn_rl("server: refusing client %s: %u sessions already (max_clients)", c->name,
+                   sessions_complete(srv));
+        rw_srv_count(srv, RW_ST(rejected_max_clients), 1);
+        accept = 0;
+    }
     for (unsigned i = 0; i < c->n && accept; i++) {
         int rc = srv->ops->ep_connect(c->eps[i], &c->hs.ids[i], 0);
         if (rc < 0) {

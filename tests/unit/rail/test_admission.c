@@ -406,6 +406,47 @@ Test(admission, f2_idle_and_request_only_connections_do_not_lock_out_others)
                   (unsigned long long)st.slots_held);
 }
 
+/* Only a complete handshake counts against max_clients: with max_clients 2
+ * and no per-peer cap, 8 connections that sent their request byte and then
+ * stall (the server has answered them with params and made their rails)
+ * do not stop a client of another address, and the client's session and
+ * one more fill the cap for real. */
+Test(admission, stalled_handshakes_take_no_place_under_max_clients)
+{
+    start(&(struct cfg){.max_clients = 2, .per_peer = 0, .io_ms = 60000, .first_ms = 60000});
+    int fds[8];
+    for (int i = 0; i < 8; i++) {
+        fds[i] = raw_dial(ATTACKER, port);
+        cr_assert_geq(fds[i], 0);
+        uint8_t one = 1;
+        cr_assert_eq(send(fds[i], &one, 1, MSG_NOSIGNAL), 1);
+    }
+    WAIT_STAT(slots_held, 8, 5000); /* all 8 are past their params */
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(legit(), 0, "client %d refused while only stalled handshakes exist", i);
+    /* the legit sessions are released once their rails have closed */
+    int64_t end = rw_now_ms() + 5000;
+    while (stats().sessions_live && rw_now_ms() < end)
+        usleep(5000);
+    cr_assert_eq(stats().sessions_live, 0);
+    /* two complete sessions fill the cap: a third is refused */
+    struct raw_session s[3];
+    for (int i = 0; i < 2; i++) {
+        int fd = raw_dial(NULL, port);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(raw_handshake(fd, 1, 2000, &s[i]), 0);
+    }
+    int fd = raw_dial(NULL, port);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(raw_handshake(fd, 1, 2000, &s[2]), RAILWIRE_E_PEER_REJECTED,
+                 "a third complete session with max_clients 2");
+    cr_assert_geq(stats().rejected_max_clients, 1);
+    for (int i = 0; i < 3; i++)
+        raw_close(&s[i]);
+    for (int i = 0; i < 8; i++)
+        close(fds[i]);
+}
+
 /* The pool of connections in their handshake is bounded: when full, the
  * oldest is evicted.  Connections that have not sent their request hold
  * no slot under max_clients, so 64 idle ones do not stop a client even
