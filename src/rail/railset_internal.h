@@ -186,18 +186,37 @@ struct railwire_railset {
  * by the domain's queue size; at least 1. */
 unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom);
 
-/* Takes the railset's lock. */
-void rs_lock(railwire_railset *rs);
-/* Releases it, waking waiters (and kicking a sleeping poller) when
- * transfers finished meanwhile. */
-void rs_unlock(railwire_railset *rs);
+/* rs_lock's path when the lock is taken: counts the thread in
+ * lock_waiters while it blocks. */
+void rs_lock_contended(railwire_railset *rs);
+/* Takes the railset's lock.  Inline: every API call takes it, and the
+ * uncontended path is one trylock. */
+static inline void rs_lock(railwire_railset *rs)
+{
+    if (pthread_mutex_trylock(&rs->lock) != 0)
+        rs_lock_contended(rs);
+}
 /* With the lock held: wakes an async waiter per async transfer finished
  * since the last call. */
 void rs_notify(railwire_railset *rs);
+/* rs_release_prepare's work when another thread waits or polls. */
+void rs_release_slow(railwire_railset *rs);
 /* With the lock held, before anything that releases it (rs_unlock, a
  * condition wait): rs_notify, and kicks a sleeping poller when transfers
- * finished or a rail joined since it went to sleep. */
-void rs_release_prepare(railwire_railset *rs);
+ * finished or a rail joined since it went to sleep.  With no other thread
+ * waiting or polling there is nobody to wake or kick. */
+static inline void rs_release_prepare(railwire_railset *rs)
+{
+    if (rs->wait_head || rs->poller)
+        rs_release_slow(rs);
+}
+/* Releases the lock, waking waiters (and kicking a sleeping poller) when
+ * transfers finished meanwhile. */
+static inline void rs_unlock(railwire_railset *rs)
+{
+    rs_release_prepare(rs);
+    pthread_mutex_unlock(&rs->lock);
+}
 /* With the lock held: wakes w (once). */
 void rs_wake(struct rw_waiter *w);
 /* A condition variable on CLOCK_MONOTONIC (the clock of every deadline).
