@@ -74,7 +74,8 @@ void rw_rail_out_remove(railwire_railset *rs, struct rw_rail *r, struct rw_slice
 int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out)
 {
     size_t slice = rs->slice_size;
-    size_t n = op->length / slice + (op->length % slice ? 1 : 0);
+    /* No division for the common single-slice transfer. */
+    size_t n = op->length <= slice ? 1 : op->length / slice + (op->length % slice ? 1 : 0);
     struct rw_xfer *x = rs->xfer_pool;
     if (x) {
         rs->xfer_pool = x->next;
@@ -83,27 +84,32 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer
         x = malloc(sizeof(*x));
     }
     struct rw_slice *s = NULL;
-    if (x) {
-        memset(x, 0, offsetof(struct rw_xfer, one));
-        s = n == 1 ? &x->one : calloc(n, sizeof(*s));
-        if (n == 1)
-            memset(s, 0, sizeof(*s));
-    }
+    if (x)
+        s = n == 1 ? &x->one : malloc(n * sizeof(*s)); /* n <= the registration's length: fits */
     if (!s) {
         free(x);
         rw_err("submit: out of memory for a transfer of %zu bytes (%zu slices)", op->length, n);
         return RAILWIRE_E_NOMEM;
     }
+    /* Every field is stored below (no memset of the transfer or its slices:
+     * the lists link them, the rest is set here). */
     x->handle = rs->next_handle++;
     x->op = *op;
+    x->status = 0;
+    x->sync_owned = 0;
+    x->waiter = NULL;
     x->n_slices = n;
+    x->n_done = 0;
     x->slices = s;
+    x->next = NULL;
     for (size_t i = 0; i < n; i++) {
         s[i].xfer = x;
         s[i].offset = i * slice;
         size_t left = op->length - s[i].offset;
         s[i].length = (uint32_t)(left < slice ? left : slice);
         s[i].rail = -1;
+        s[i].posted_ms = 0;
+        s[i].tries = 0;
         rw_slice_list_push_tail(&rs->pending, &s[i]);
     }
     op->mr->users++;
