@@ -242,12 +242,7 @@ struct rw_rail_init {
 int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
                             const struct rw_rail_init *rails, unsigned n, railwire_railset **out);
 
-/* --- slice lists (stripe.c) --- */
-void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s);
-/* Inserts the slices of `src`, in their order, before the head of `l`;
- * empties `src`. */
-void rw_slice_list_prepend(struct rw_slice_list *l, struct rw_slice_list *src);
-void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s);
+/* --- slice lists, outstanding lists and the busy set: railset_lists.h --- */
 
 /* --- mr.c --- */
 /* With the lock held (or at close): releases a registration no transfer uses. */
@@ -265,17 +260,22 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
                      railwire_handle *handle);
 
 /* --- stripe.c --- */
-/* Adds s to rail r's outstanding list / removes it (keeping the busy set). */
-void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s);
-void rw_rail_out_remove(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s);
 /* Cuts a validated op into slices and queues them at the tail of the
  * pending FIFO.  Returns 0 and *out (linked in the active list), or
  * RAILWIRE_E_NOMEM. */
 int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out);
+/* rw_stripe_schedule's work when slices are pending and a rail is live. */
+void rw_stripe_schedule_run(railwire_railset *rs);
 /* Hands pending slices to live rails, least normalised load first, within
  * each rail's depth; stops at the first slice no rail can take (FIFO).
- * A rail whose ep_post fails is failed over.  Returns 0. */
-int rw_stripe_schedule(railwire_railset *rs);
+ * A rail whose ep_post fails is failed over.  Returns 0.  Inline: progress
+ * calls it on every round, mostly with nothing pending. */
+static inline int rw_stripe_schedule(railwire_railset *rs)
+{
+    if (rs->pending.head && rs->n_live > 0)
+        rw_stripe_schedule_run(rs);
+    return 0;
+}
 /* The rail (index) the next slice of `len` bytes would go to, -1 if none can
  * take it now. */
 int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len);
@@ -330,5 +330,7 @@ int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms);
 /* Asks each live rail's transport for out-of-band death signals
  * (ops->ep_check) and fails over the dead ones. */
 void rw_failover_check_eps(railwire_railset *rs);
+
+#include "rail/railset_lists.h"
 
 #endif

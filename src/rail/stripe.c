@@ -11,66 +11,6 @@
 #include "rail/railset_internal.h"
 
 
-void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s)
-{
-    s->next = NULL;
-    s->prev = l->tail;
-    if (l->tail)
-        l->tail->next = s;
-    else
-        l->head = s;
-    l->tail = s;
-    l->count++;
-}
-
-void rw_slice_list_prepend(struct rw_slice_list *l, struct rw_slice_list *src)
-{
-    if (!src->head)
-        return;
-    src->tail->next = l->head;
-    if (l->head)
-        l->head->prev = src->tail;
-    else
-        l->tail = src->tail;
-    l->head = src->head;
-    l->count += src->count;
-    memset(src, 0, sizeof(*src));
-}
-
-void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s)
-{
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        l->head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    else
-        l->tail = s->prev;
-    s->prev = s->next = NULL;
-    l->count--;
-}
-
-void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
-{
-    rw_slice_list_push_tail(&r->outstanding, s);
-    if (r->busy_pos < 0) {
-        r->busy_pos = (int)rs->n_busy;
-        rs->busy[rs->n_busy++] = r->index;
-    }
-}
-
-void rw_rail_out_remove(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
-{
-    rw_slice_list_remove(&r->outstanding, s);
-    if (r->outstanding.count == 0 && r->busy_pos >= 0) {
-        unsigned last = rs->busy[--rs->n_busy];
-        rs->busy[r->busy_pos] = last;
-        rs->rails[last].busy_pos = r->busy_pos;
-        r->busy_pos = -1;
-    }
-}
-
 int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out)
 {
     size_t slice = rs->slice_size;
@@ -238,12 +178,11 @@ static size_t schedule_round(railwire_railset *rs)
     return accepted;
 }
 
-int rw_stripe_schedule(railwire_railset *rs)
+void rw_stripe_schedule_run(railwire_railset *rs)
 {
     while (rs->pending.head && rs->n_live > 0) {
         unsigned live = rs->n_live;
         if (schedule_round(rs) == 0 && rs->n_live == live)
             break;
     }
-    return 0;
 }
