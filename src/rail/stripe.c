@@ -76,12 +76,14 @@ int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
         const struct rw_rail *r = &rs->rails[i];
         if (r->stats.state != RAILWIRE_RAIL_UP || r->blocked || r->outstanding.count >= r->depth)
             continue;
+        /* An idle rail of the fastest kind: nothing can be less loaded (every
+         * other load is at least len * min_inv_gbps), so no load computed. */
+        if (r->inflight_bytes == 0 && r->inv_gbps <= rs->min_inv_gbps)
+            return (int)i;
         double load = (double)(r->inflight_bytes + len) * r->inv_gbps;
         if (best < 0 || load < best_load) {
             best = (int)i;
             best_load = load;
-            if (r->inflight_bytes == 0 && r->inv_gbps <= rs->min_inv_gbps)
-                break; /* an idle rail of the fastest kind: nothing can be less loaded */
         }
     }
     return best;
