@@ -262,8 +262,16 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
 /* --- stripe.c --- */
 /* Cuts a validated op into slices and queues them at the tail of the
  * pending FIFO.  Returns 0 and *out (linked in the active list), or
- * RAILWIRE_E_NOMEM. */
-int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out);
+ * RAILWIRE_E_NOMEM.  With `direct` (for a single-slice op while the
+ * pending FIFO is empty; ignored for more slices) the slice is left
+ * unqueued: the caller hands it to rw_stripe_post_one. */
+int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, struct rw_xfer **out);
+/* Posts s, the unqueued slice of a transfer submitted with `direct`, on the
+ * rail rw_stripe_pick_rail chooses, in one ep_post of one WR (no pending
+ * FIFO, no scheduling round).  When no rail takes it, it is queued in the
+ * pending FIFO and scheduled as usual (a refused post fails the rail over,
+ * a short one marks it blocked, as in a round). */
+void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s);
 /* rw_stripe_schedule's work when slices are pending and a rail is live. */
 void rw_stripe_schedule_run(railwire_railset *rs);
 /* Hands pending slices to live rails, least normalised load first, within

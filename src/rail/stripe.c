@@ -11,7 +11,7 @@
 #include "rail/railset_internal.h"
 
 
-int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out)
+int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, struct rw_xfer **out)
 {
     size_t slice = rs->slice_size;
     /* No division for the common single-slice transfer. */
@@ -50,7 +50,8 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer
         s[i].rail = -1;
         s[i].posted_ms = 0;
         s[i].tries = 0;
-        rw_slice_list_push_tail(&rs->pending, &s[i]);
+        if (!direct || n != 1)
+            rw_slice_list_push_tail(&rs->pending, &s[i]);
     }
     op->mr->users++;
     x->prev = rs->active_tail;
@@ -89,7 +90,7 @@ int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
     return best;
 }
 
-static void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const struct rw_slice *s,
+static inline void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const struct rw_slice *s,
                     struct rw_wr *wr)
 {
     const railwire_op *op = &s->xfer->op;
@@ -119,6 +120,41 @@ static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
         rw_slice_list_prepend(&back, &one);
     }
     rw_slice_list_prepend(&rs->pending, &back);
+}
+
+void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s)
+{
+    int ri = rw_stripe_pick_rail(rs, s->length);
+    if (ri < 0) {
+        rw_slice_list_push_tail(&rs->pending, s);
+        rw_stripe_schedule(rs);
+        return;
+    }
+    struct rw_rail *r = &rs->rails[ri];
+    struct rw_wr wr;
+    fill_wr(rs, r, s, &wr);
+    rs->rr_start = (unsigned)ri + 1;
+    s->rail = ri;
+    s->posted_ms = rw_now_ms();
+    s->tries++;
+    rw_rail_out_push(rs, r, s);
+    r->inflight_bytes += s->length;
+    int rc = rs->ops->ep_post(r->ep, &wr, 1);
+    if (rc > 0)
+        return;
+    /* Not taken: back to the (empty) pending FIFO, and on as
+     * schedule_round does with a refused post. */
+    unpost_tail(rs, r, 1);
+    if (rc < 0) {
+        rw_warn("rail %u (%s): posting failed (%s); failing over", (unsigned)ri, r->stats.name,
+                railwire_strerror(rc));
+        rw_failover_rail_down(rs, (unsigned)ri, rc);
+    } else {
+        if (!r->blocked)
+            rs->n_blocked++;
+        r->blocked = 1;
+    }
+    rw_stripe_schedule(rs);
 }
 
 /* One round: assign up to post_batch slices per rail, then post them.
