@@ -124,9 +124,11 @@ static int account(railwire_railset *rs, struct rw_rail *r, const struct rw_wc *
     return 0;
 }
 
-static int poll_rail(railwire_railset *rs, struct rw_rail *r)
+/* Polls rail r into wcs (RW_POLL_BATCH entries, the caller's, so that one
+ * array serves every rail of a progress round).  Inline in rw_progress: it
+ * runs once per busy rail. */
+static inline int poll_rail(railwire_railset *rs, struct rw_rail *r, struct rw_wc *wcs)
 {
-    struct rw_wc wcs[RW_POLL_BATCH];
     int total = 0, rail_err = 0;
     for (;;) {
         int n = rs->ops->ep_poll(r->ep, wcs, RW_POLL_BATCH);
@@ -160,12 +162,13 @@ int rw_progress(railwire_railset *rs)
      * may take it (or, when it dies, others) out of the busy set, so walk
      * the set from its end. */
     unsigned busy = rs->n_busy;
+    struct rw_wc wcs[RW_POLL_BATCH];
     for (unsigned k = rs->n_busy; k-- > 0;) {
         if (k >= rs->n_busy)
             continue;
         struct rw_rail *r = &rs->rails[rs->busy[k]];
         if (r->stats.state == RAILWIRE_RAIL_UP)
-            total += poll_rail(rs, r);
+            total += poll_rail(rs, r, wcs);
     }
     int64_t now = rw_now_ms();
     if (busy)
