@@ -49,8 +49,10 @@ int nb_parse_list(const char *s, unsigned *out, int max)
     return n;
 }
 
-uint64_t nb_measure(railwire_railset *rs, const railwire_op *op, const struct nb_case *c,
-                    uint64_t n)
+/* Never inlined (an LTO build would otherwise merge it into its caller and
+ * callgrind's --toggle-collect=nb_measure would count nothing). */
+__attribute__((noinline)) uint64_t nb_measure(railwire_railset *rs, const railwire_op *op,
+                                              const struct nb_case *c, uint64_t n)
 {
     static railwire_op ops[NB_MAX_BATCH];
     static railwire_handle handles[NB_MAX_BATCH];

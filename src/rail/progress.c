@@ -26,10 +26,10 @@
 
 #define RW_XFER_POOL_MAX 256
 
-void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
+/* rw_xfer_free and rw_xfer_complete, inline in this file's hot paths
+ * (deliver, rw_slice_finish); the exported ones serve the rest. */
+static inline void xfer_free(railwire_railset *rs, struct rw_xfer *x)
 {
-    if (!x)
-        return;
     if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
         x->op.mr->users--; /* never completed: drop its use here */
     if (x->slices != &x->one)
@@ -43,7 +43,13 @@ void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
     free(x);
 }
 
-void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
+void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x)
+        xfer_free(rs, x);
+}
+
+static inline void xfer_complete(railwire_railset *rs, struct rw_xfer *x)
 {
     if (x->op.mr->users)
         x->op.mr->users--;
@@ -70,13 +76,18 @@ void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
         rs->n_async_done++;
 }
 
+void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
+{
+    xfer_complete(rs, x);
+}
+
 void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
 {
     struct rw_xfer *x = s->xfer;
     if (status && !x->status)
         x->status = status;
     if (++x->n_done == x->n_slices)
-        rw_xfer_complete(rs, x);
+        xfer_complete(rs, x);
 }
 
 /* Accounts one completion of rail r; returns a rail-level error (the rail
@@ -113,9 +124,11 @@ static int account(railwire_railset *rs, struct rw_rail *r, const struct rw_wc *
     return 0;
 }
 
-static int poll_rail(railwire_railset *rs, struct rw_rail *r)
+/* Polls rail r into wcs (RW_POLL_BATCH entries, the caller's, so that one
+ * array serves every rail of a progress round).  Inline in rw_progress: it
+ * runs once per busy rail. */
+static inline int poll_rail(railwire_railset *rs, struct rw_rail *r, struct rw_wc *wcs)
 {
-    struct rw_wc wcs[RW_POLL_BATCH];
     int total = 0, rail_err = 0;
     for (;;) {
         int n = rs->ops->ep_poll(r->ep, wcs, RW_POLL_BATCH);
@@ -149,12 +162,13 @@ int rw_progress(railwire_railset *rs)
      * may take it (or, when it dies, others) out of the busy set, so walk
      * the set from its end. */
     unsigned busy = rs->n_busy;
+    struct rw_wc wcs[RW_POLL_BATCH];
     for (unsigned k = rs->n_busy; k-- > 0;) {
         if (k >= rs->n_busy)
             continue;
         struct rw_rail *r = &rs->rails[rs->busy[k]];
         if (r->stats.state == RAILWIRE_RAIL_UP)
-            total += poll_rail(rs, r);
+            total += poll_rail(rs, r, wcs);
     }
     int64_t now = rw_now_ms();
     if (busy)
@@ -199,7 +213,7 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
             out[n].user_data = x->op.user_data;
             out[n].status = x->status;
             out[n].length = x->op.length;
-            rw_xfer_free(rs, x);
+            xfer_free(rs, x);
             rs->n_async--;
             rs->n_async_done--;
             n++;

@@ -31,10 +31,8 @@ void railwire_railset_opts_init(railwire_railset_opts *o)
     o->heal_stable_ms = RW_DEFAULT_HEAL_STABLE_MS;
 }
 
-void rs_lock(railwire_railset *rs)
+void rs_lock_contended(railwire_railset *rs)
 {
-    if (pthread_mutex_trylock(&rs->lock) == 0)
-        return;
     /* Contended: let busy pollers see that someone waits for the lock. */
     atomic_fetch_add_explicit(&rs->lock_waiters, 1, memory_order_relaxed);
     pthread_mutex_lock(&rs->lock);
@@ -64,7 +62,7 @@ void rs_notify(railwire_railset *rs)
     }
 }
 
-void rs_release_prepare(railwire_railset *rs)
+void rs_release_slow(railwire_railset *rs)
 {
     rs_notify(rs);
     if (rs->poller && rs->kick_fd >= 0 &&
@@ -78,12 +76,6 @@ void rs_release_prepare(railwire_railset *rs)
         if (write(rs->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
             rw_debug("railset: cannot kick the poller: %s", strerror(errno));
     }
-}
-
-void rs_unlock(railwire_railset *rs)
-{
-    rs_release_prepare(rs);
-    pthread_mutex_unlock(&rs->lock);
 }
 
 int rw_cond_init_monotonic(pthread_cond_t *c)

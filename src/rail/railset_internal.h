@@ -186,18 +186,37 @@ struct railwire_railset {
  * by the domain's queue size; at least 1. */
 unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom);
 
-/* Takes the railset's lock. */
-void rs_lock(railwire_railset *rs);
-/* Releases it, waking waiters (and kicking a sleeping poller) when
- * transfers finished meanwhile. */
-void rs_unlock(railwire_railset *rs);
+/* rs_lock's path when the lock is taken: counts the thread in
+ * lock_waiters while it blocks. */
+void rs_lock_contended(railwire_railset *rs);
+/* Takes the railset's lock.  Inline: every API call takes it, and the
+ * uncontended path is one trylock. */
+static inline void rs_lock(railwire_railset *rs)
+{
+    if (pthread_mutex_trylock(&rs->lock) != 0)
+        rs_lock_contended(rs);
+}
 /* With the lock held: wakes an async waiter per async transfer finished
  * since the last call. */
 void rs_notify(railwire_railset *rs);
+/* rs_release_prepare's work when another thread waits or polls. */
+void rs_release_slow(railwire_railset *rs);
 /* With the lock held, before anything that releases it (rs_unlock, a
  * condition wait): rs_notify, and kicks a sleeping poller when transfers
- * finished or a rail joined since it went to sleep. */
-void rs_release_prepare(railwire_railset *rs);
+ * finished or a rail joined since it went to sleep.  With no other thread
+ * waiting or polling there is nobody to wake or kick. */
+static inline void rs_release_prepare(railwire_railset *rs)
+{
+    if (rs->wait_head || rs->poller)
+        rs_release_slow(rs);
+}
+/* Releases the lock, waking waiters (and kicking a sleeping poller) when
+ * transfers finished meanwhile. */
+static inline void rs_unlock(railwire_railset *rs)
+{
+    rs_release_prepare(rs);
+    pthread_mutex_unlock(&rs->lock);
+}
 /* With the lock held: wakes w (once). */
 void rs_wake(struct rw_waiter *w);
 /* A condition variable on CLOCK_MONOTONIC (the clock of every deadline).
@@ -223,12 +242,7 @@ struct rw_rail_init {
 int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
                             const struct rw_rail_init *rails, unsigned n, railwire_railset **out);
 
-/* --- slice lists (stripe.c) --- */
-void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s);
-/* Inserts the slices of `src`, in their order, before the head of `l`;
- * empties `src`. */
-void rw_slice_list_prepend(struct rw_slice_list *l, struct rw_slice_list *src);
-void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s);
+/* --- slice lists, outstanding lists and the busy set: railset_lists.h --- */
 
 /* --- mr.c --- */
 /* With the lock held (or at close): releases a registration no transfer uses. */
@@ -246,17 +260,30 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
                      railwire_handle *handle);
 
 /* --- stripe.c --- */
-/* Adds s to rail r's outstanding list / removes it (keeping the busy set). */
-void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s);
-void rw_rail_out_remove(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s);
 /* Cuts a validated op into slices and queues them at the tail of the
  * pending FIFO.  Returns 0 and *out (linked in the active list), or
- * RAILWIRE_E_NOMEM. */
-int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out);
+ * RAILWIRE_E_NOMEM.  With `direct` (for a single-slice op while the
+ * pending FIFO is empty; ignored for more slices) the slice is left
+ * unqueued: the caller hands it to rw_stripe_post_one. */
+int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, struct rw_xfer **out);
+/* Posts s, the unqueued slice of a transfer submitted with `direct`, on the
+ * rail rw_stripe_pick_rail chooses, in one ep_post of one WR (no pending
+ * FIFO, no scheduling round).  When no rail takes it, it is queued in the
+ * pending FIFO and scheduled as usual (a refused post fails the rail over,
+ * a short one marks it blocked, as in a round). */
+void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s);
+/* rw_stripe_schedule's work when slices are pending and a rail is live. */
+void rw_stripe_schedule_run(railwire_railset *rs);
 /* Hands pending slices to live rails, least normalised load first, within
  * each rail's depth; stops at the first slice no rail can take (FIFO).
- * A rail whose ep_post fails is failed over.  Returns 0. */
-int rw_stripe_schedule(railwire_railset *rs);
+ * A rail whose ep_post fails is failed over.  Returns 0.  Inline: progress
+ * calls it on every round, mostly with nothing pending. */
+static inline int rw_stripe_schedule(railwire_railset *rs)
+{
+    if (rs->pending.head && rs->n_live > 0)
+        rw_stripe_schedule_run(rs);
+    return 0;
+}
 /* The rail (index) the next slice of `len` bytes would go to, -1 if none can
  * take it now. */
 int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len);
@@ -311,5 +338,7 @@ int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms);
 /* Asks each live rail's transport for out-of-band death signals
  * (ops->ep_check) and fails over the dead ones. */
 void rw_failover_check_eps(railwire_railset *rs);
+
+#include "rail/railset_lists.h"
 
 #endif

@@ -11,70 +11,11 @@
 #include "rail/railset_internal.h"
 
 
-void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s)
-{
-    s->next = NULL;
-    s->prev = l->tail;
-    if (l->tail)
-        l->tail->next = s;
-    else
-        l->head = s;
-    l->tail = s;
-    l->count++;
-}
-
-void rw_slice_list_prepend(struct rw_slice_list *l, struct rw_slice_list *src)
-{
-    if (!src->head)
-        return;
-    src->tail->next = l->head;
-    if (l->head)
-        l->head->prev = src->tail;
-    else
-        l->tail = src->tail;
-    l->head = src->head;
-    l->count += src->count;
-    memset(src, 0, sizeof(*src));
-}
-
-void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s)
-{
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        l->head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    else
-        l->tail = s->prev;
-    s->prev = s->next = NULL;
-    l->count--;
-}
-
-void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
-{
-    rw_slice_list_push_tail(&r->outstanding, s);
-    if (r->busy_pos < 0) {
-        r->busy_pos = (int)rs->n_busy;
-        rs->busy[rs->n_busy++] = r->index;
-    }
-}
-
-void rw_rail_out_remove(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
-{
-    rw_slice_list_remove(&r->outstanding, s);
-    if (r->outstanding.count == 0 && r->busy_pos >= 0) {
-        unsigned last = rs->busy[--rs->n_busy];
-        rs->busy[r->busy_pos] = last;
-        rs->rails[last].busy_pos = r->busy_pos;
-        r->busy_pos = -1;
-    }
-}
-
-int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer **out)
+int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, struct rw_xfer **out)
 {
     size_t slice = rs->slice_size;
-    size_t n = op->length / slice + (op->length % slice ? 1 : 0);
+    /* No division for the common single-slice transfer. */
+    size_t n = op->length <= slice ? 1 : op->length / slice + (op->length % slice ? 1 : 0);
     struct rw_xfer *x = rs->xfer_pool;
     if (x) {
         rs->xfer_pool = x->next;
@@ -83,28 +24,34 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, struct rw_xfer
         x = malloc(sizeof(*x));
     }
     struct rw_slice *s = NULL;
-    if (x) {
-        memset(x, 0, offsetof(struct rw_xfer, one));
-        s = n == 1 ? &x->one : calloc(n, sizeof(*s));
-        if (n == 1)
-            memset(s, 0, sizeof(*s));
-    }
+    if (x)
+        s = n == 1 ? &x->one : malloc(n * sizeof(*s)); /* n <= the registration's length: fits */
     if (!s) {
         free(x);
         rw_err("submit: out of memory for a transfer of %zu bytes (%zu slices)", op->length, n);
         return RAILWIRE_E_NOMEM;
     }
+    /* Every field is stored below (no memset of the transfer or its slices:
+     * the lists link them, the rest is set here). */
     x->handle = rs->next_handle++;
     x->op = *op;
+    x->status = 0;
+    x->sync_owned = 0;
+    x->waiter = NULL;
     x->n_slices = n;
+    x->n_done = 0;
     x->slices = s;
+    x->next = NULL;
     for (size_t i = 0; i < n; i++) {
         s[i].xfer = x;
         s[i].offset = i * slice;
         size_t left = op->length - s[i].offset;
         s[i].length = (uint32_t)(left < slice ? left : slice);
         s[i].rail = -1;
-        rw_slice_list_push_tail(&rs->pending, &s[i]);
+        s[i].posted_ms = 0;
+        s[i].tries = 0;
+        if (!direct || n != 1)
+            rw_slice_list_push_tail(&rs->pending, &s[i]);
     }
     op->mr->users++;
     x->prev = rs->active_tail;
@@ -130,18 +77,20 @@ int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
         const struct rw_rail *r = &rs->rails[i];
         if (r->stats.state != RAILWIRE_RAIL_UP || r->blocked || r->outstanding.count >= r->depth)
             continue;
+        /* An idle rail of the fastest kind: nothing can be less loaded (every
+         * other load is at least len * min_inv_gbps), so no load computed. */
+        if (r->inflight_bytes == 0 && r->inv_gbps <= rs->min_inv_gbps)
+            return (int)i;
         double load = (double)(r->inflight_bytes + len) * r->inv_gbps;
         if (best < 0 || load < best_load) {
             best = (int)i;
             best_load = load;
-            if (r->inflight_bytes == 0 && r->inv_gbps <= rs->min_inv_gbps)
-                break; /* an idle rail of the fastest kind: nothing can be less loaded */
         }
     }
     return best;
 }
 
-static void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const struct rw_slice *s,
+static inline void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const struct rw_slice *s,
                     struct rw_wr *wr)
 {
     const railwire_op *op = &s->xfer->op;
@@ -171,6 +120,41 @@ static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
         rw_slice_list_prepend(&back, &one);
     }
     rw_slice_list_prepend(&rs->pending, &back);
+}
+
+void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s)
+{
+    int ri = rw_stripe_pick_rail(rs, s->length);
+    if (ri < 0) {
+        rw_slice_list_push_tail(&rs->pending, s);
+        rw_stripe_schedule(rs);
+        return;
+    }
+    struct rw_rail *r = &rs->rails[ri];
+    struct rw_wr wr;
+    fill_wr(rs, r, s, &wr);
+    rs->rr_start = (unsigned)ri + 1;
+    s->rail = ri;
+    s->posted_ms = rw_now_ms();
+    s->tries++;
+    rw_rail_out_push(rs, r, s);
+    r->inflight_bytes += s->length;
+    int rc = rs->ops->ep_post(r->ep, &wr, 1);
+    if (rc > 0)
+        return;
+    /* Not taken: back to the (empty) pending FIFO, and on as
+     * schedule_round does with a refused post. */
+    unpost_tail(rs, r, 1);
+    if (rc < 0) {
+        rw_warn("rail %u (%s): posting failed (%s); failing over", (unsigned)ri, r->stats.name,
+                railwire_strerror(rc));
+        rw_failover_rail_down(rs, (unsigned)ri, rc);
+    } else {
+        if (!r->blocked)
+            rs->n_blocked++;
+        r->blocked = 1;
+    }
+    rw_stripe_schedule(rs);
 }
 
 /* One round: assign up to post_batch slices per rail, then post them.
@@ -232,12 +216,11 @@ static size_t schedule_round(railwire_railset *rs)
     return accepted;
 }
 
-int rw_stripe_schedule(railwire_railset *rs)
+void rw_stripe_schedule_run(railwire_railset *rs)
 {
     while (rs->pending.head && rs->n_live > 0) {
         unsigned live = rs->n_live;
         if (schedule_round(rs) == 0 && rs->n_live == live)
             break;
     }
-    return 0;
 }

@@ -62,7 +62,10 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
     if (rc < 0)
         return rc;
     struct rw_xfer *x;
-    rc = rw_stripe_submit(rs, op, &x);
+    /* A single-slice transfer with nothing queued before it is posted at
+     * once, past the pending FIFO and the scheduling round. */
+    int direct = !rs->pending.head && op->length <= rs->slice_size;
+    rc = rw_stripe_submit(rs, op, direct, &x);
     if (rc < 0)
         return rc;
     x->sync_owned = sync != NULL;
@@ -70,7 +73,11 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
     if (!sync)
         rs->n_async++;
     *handle = x->handle;
-    return rw_stripe_schedule(rs);
+    if (direct)
+        rw_stripe_post_one(rs, &x->one);
+    else
+        rw_stripe_schedule(rs);
+    return 0;
 }
 
 int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle *handle)
@@ -107,7 +114,7 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
         if (rc < 0)
             break;
         struct rw_xfer *x;
-        rc = rw_stripe_submit(rs, &ops[k], &x);
+        rc = rw_stripe_submit(rs, &ops[k], 0, &x);
         if (rc < 0)
             break;
         rs->n_async++;
