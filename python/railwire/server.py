@@ -62,6 +62,13 @@ class Server:
     def closed(self):
         return self._srv.closed
 
+    def metrics(self):
+        """The server's counters in the Prometheus text exposition format
+        (a str, as `railwire serve --metrics` serves it on /metrics), for a
+        daemon that exposes them on its own endpoint.  docs/metrics.md
+        lists every metric.  Raises railwire.Closed once closed."""
+        return self._srv.metrics()
+
     def close(self):
         """Stops accepting, ends every session and releases the buffers.
         Idempotent."""

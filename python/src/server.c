@@ -207,6 +207,39 @@ static PyObject *server_get_sessions(rwpy_server *s, void *c)
     return PyLong_FromUnsignedLong(n);
 }
 
+/* Server.metrics(): railwire_server_metrics() as a str.  The GIL stays
+ * held (the render is a snapshot copy that never waits on the network), so
+ * a close() from another thread cannot free the server under it. */
+static PyObject *server_metrics(rwpy_server *s, PyObject *noargs)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n = RAILWIRE_E_CLOSED;
+
+    (void)noargs;
+    for (int tries = 0; s->srv && tries < 4; tries++) {
+        n = railwire_server_metrics(s->srv, buf, cap);
+        if (n < 0 || (size_t)n < cap)
+            break;
+        cap = (size_t)n + 1024; /* counters may gain digits between calls */
+        char *nb = realloc(buf, cap);
+        if (!nb) {
+            n = RAILWIRE_E_NOMEM;
+            break;
+        }
+        buf = nb;
+    }
+    PyObject *text = NULL;
+    if (n < 0)
+        rwpy_raise((int)n, "metrics of the server on port %u", s->port);
+    else if ((size_t)n >= cap)
+        rwpy_raise(RAILWIRE_E_STATE, "metrics of the server on port %u kept growing", s->port);
+    else
+        text = PyUnicode_DecodeUTF8(buf, n, "replace");
+    free(buf);
+    return text;
+}
+
 static PyObject *server_get_closed(rwpy_server *s, void *c)
 {
     (void)c;
@@ -222,6 +255,8 @@ static void server_dealloc(rwpy_server *s)
 static PyMethodDef server_methods[] = {
     {"close", (PyCFunction)(void (*)(void))server_close, METH_NOARGS,
      "Stops the server, ends every session and releases the buffers.  Idempotent."},
+    {"metrics", (PyCFunction)(void (*)(void))server_metrics, METH_NOARGS,
+     "The server's counters in the Prometheus text format (str)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -36,3 +36,26 @@ def test_metrics_text_counts_the_bytes_moved():
     assert value(text, "railwire_client_read_bytes_total") == 4096
     assert value(text, "railwire_client_rails", state="up") == 2
     assert value(text, "railwire_client_rail_up", rail="1") == 1
+
+
+def test_server_metrics_text_counts_what_it_served():
+    arena = np.zeros(1 << 20, dtype=np.uint8)
+    with railwire.Server("rw", arena=arena, transport="tcp") as srv:
+        with railwire.connect(*srv.address, dialect="rw", rails=2,
+                              transport="tcp") as rs:
+            buf = bytearray(b"\x3c" * 200000)
+            mr = rs.register(buf)
+            rs.write(mr, 0, len(buf), 0)
+            rs.read(mr, 0, 8192, 0)
+        text = srv.metrics()
+        assert text.startswith("# HELP railwire_build_info ")
+        assert "# TYPE railwire_server_written_bytes_total counter" in text
+        assert value(text, "railwire_server_written_bytes_total", transport="tcp") == 200000
+        assert value(text, "railwire_server_read_bytes_total", transport="tcp") == 8192
+        assert value(text, "railwire_server_sessions_opened_total") == 1
+    try:
+        srv.metrics()
+    except railwire.Closed:
+        pass
+    else:
+        raise AssertionError("metrics() of a closed server did not raise Closed")
