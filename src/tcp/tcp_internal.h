@@ -85,6 +85,12 @@ enum rw_tcp_conn_wait {
 /* Staging buffer for request headers: read in bulk, at most this many
  * payload bytes are ever copied out of it. */
 #define RW_TCP_STAGE 1024u
+/* A connection whose last request was a WRITE of at most RW_TCP_BULK_MAX
+ * bytes reads into a bigger staging buffer (allocated at its first such
+ * request, freed at close), so one recv takes several small WRITEs with
+ * their payloads (copied out of it into the region). */
+#define RW_TCP_BULK_MAX (16u * 1024)
+#define RW_TCP_STAGE_BULK (64u * 1024)
 
 /* One attached rail connection of a server ep, served by an event loop
  * (tcp_loop.c) through the state machine of tcp_serve.c.  Everything but
@@ -104,7 +110,10 @@ struct rw_tcp_conn {
     unsigned resp_off;              /* bytes of resp already sent */
     int more;                       /* the answer may be sent with MSG_MORE */
     unsigned refusals;
-    size_t st_off, st_len;          /* staged request bytes: buf[st_off, st_len) */
+    size_t st_off, st_len;          /* staged request bytes: st[st_off, st_len) */
+    uint8_t *st;                    /* the staging buffer in use: stage or bulk */
+    uint8_t *bulk;                  /* RW_TCP_STAGE_BULK bytes, or NULL */
+    int small_writes;               /* the last request was a WRITE of <= RW_TCP_BULK_MAX */
     uint8_t stage[RW_TCP_STAGE];
     /* budget (tcp_budget.c) */
     uint64_t charge;                /* bytes counted in the budget for this conn */

@@ -84,6 +84,7 @@ void rw_tcp_conn_init(struct rw_tcp_conn *c, struct rw_tcp_srv_ep *ep, int fd)
     c->ep = ep;
     c->fd = fd;
     c->state = RW_TCP_C_HDR;
+    c->st = c->stage;
     c->idx = (unsigned)-1;
     c->last_progress_ms = rw_now_ms();
     rw_tcp_budget_conn_add();
@@ -162,7 +163,7 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
     struct rw_tcp_req *r = &c->req;
     const char *refused = NULL;
 
-    if (rw_tcp_req_decode(c->stage + c->st_off, r) ||
+    if (rw_tcp_req_decode(c->st + c->st_off, r) ||
         (r->op != RW_TCP_OP_READ && r->op != RW_TCP_OP_WRITE) || r->length == 0 ||
         r->length > c->ep->max_msg) {
         rw_warn_rl("tcp: qpn 0x%08x: malformed request (op %u, length %u); closing the rail "
@@ -172,6 +173,7 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
         return S_CLOSE;
     }
     c->st_off += RW_TCP_REQ_SIZE;
+    c->small_writes = r->op == RW_TCP_OP_WRITE && r->length <= RW_TCP_BULK_MAX;
     c->mem = check_access(c->ep, r, &refused);
     if (!c->mem)
         log_refusal(c, r, refused);
@@ -202,19 +204,28 @@ static enum step recv_err(struct rw_tcp_conn *c, ssize_t k, int inside, const ch
 
 static enum step step_header(struct rw_tcp_conn *c, int64_t now, const char **why)
 {
+    size_t cap = sizeof(c->stage);
+    uint8_t *buf = c->stage;
     ssize_t k;
 
     if (staged(c) >= RW_TCP_REQ_SIZE)
         return start_request(c, why);
-    if (c->st_off == c->st_len) {
-        c->st_off = c->st_len = 0;
-    } else if (c->st_off + RW_TCP_REQ_SIZE > sizeof(c->stage)) {
-        memmove(c->stage, c->stage + c->st_off, staged(c));
-        c->st_len -= c->st_off;
-        c->st_off = 0;
+    /* Small WRITEs: read several with their payloads at once (a failed
+     * allocation just keeps the small buffer). */
+    if (c->small_writes && !c->bulk)
+        c->bulk = malloc(RW_TCP_STAGE_BULK);
+    if (c->small_writes && c->bulk) {
+        buf = c->bulk;
+        cap = RW_TCP_STAGE_BULK;
     }
+    /* Less than a header is staged: move it to the front of the buffer
+     * this recv fills. */
+    memmove(buf, c->st + c->st_off, staged(c));
+    c->st_len = staged(c);
+    c->st_off = 0;
+    c->st = buf;
     do {
-        k = recv(c->fd, c->stage + c->st_len, sizeof(c->stage) - c->st_len, MSG_DONTWAIT);
+        k = recv(c->fd, c->st + c->st_len, cap - c->st_len, MSG_DONTWAIT);
     } while (k < 0 && errno == EINTR);
     if (k <= 0)
         return recv_err(c, k, staged(c) > 0, why);
@@ -230,7 +241,7 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
 
     if (n) {
         if (c->mem) {
-            memcpy(c->mem, c->stage + c->st_off, n);
+            memcpy(c->mem, c->st + c->st_off, n);
             c->mem += n;
         }
         c->st_off += n;
@@ -448,6 +459,10 @@ void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why)
         rw_tcp_loop_forget(c);
     close(c->fd);
     c->fd = -1;
+    free(c->bulk);
+    c->bulk = NULL;
+    c->st = c->stage;
+    c->st_off = c->st_len = 0;
     rw_tcp_budget_give(c->charge);
     c->charge = 0;
     rw_tcp_budget_conn_del();
