@@ -139,15 +139,47 @@ static void log_refusal(struct rw_tcp_conn *c, const struct rw_tcp_req *r, const
         rw_debug_rl("tcp: qpn 0x%08x: refused an access: %s", (unsigned)c->ep->base.local.qpn, why);
 }
 
+/* Decodes the staged header at c->st + c->st_off into r.  Returns 0 when
+ * it is well formed (else the connection must close). */
+static int decode_staged(const struct rw_tcp_conn *c, struct rw_tcp_req *r)
+{
+    return rw_tcp_req_decode(c->st + c->st_off, r) ||
+           (r->op != RW_TCP_OP_READ && r->op != RW_TCP_OP_WRITE) || r->length == 0 ||
+           r->length > c->ep->max_msg;
+}
+
+/* 1 when the next staged request is well formed and can be answered
+ * without reading from the socket: its header is staged, and a WRITE's
+ * payload too. */
+static int next_staged_whole(const struct rw_tcp_conn *c)
+{
+    struct rw_tcp_req r;
+
+    if (staged(c) < RW_TCP_REQ_SIZE || decode_staged(c, &r))
+        return 0;
+    return r.op == RW_TCP_OP_READ || staged(c) - RW_TCP_REQ_SIZE >= r.length;
+}
+
 static void set_response(struct rw_tcp_conn *c, uint32_t status, uint32_t length)
 {
     struct rw_tcp_resp resp = {.tag = c->req.tag, .status = status, .length = length};
     /* counted before the answer leaves, so a client that has seen its
      * completion also sees it counted */
     rw_tcp_served_count(&c->ep->dom->served, c->req.op, c->req.length, status == RW_TCP_ST_OK);
-    rw_tcp_resp_encode(c->resp, &resp);
-    c->resp_off = 0;
+    if (c->resp_off == c->resp_len)
+        c->resp_off = c->resp_len = 0;
+    rw_tcp_resp_encode(c->resp + c->resp_len, &resp);
+    c->resp_len += RW_TCP_RESP_SIZE;
     c->left = length;
+    /* An answer without payload (a WRITE's, a refusal) waits for the next
+     * one when that can be answered from what is staged, without reading
+     * the socket: the next answer that is not held back (in the same run)
+     * sends them all in one sendmsg, in order.  So a held answer never
+     * waits for the client. */
+    if (length == 0 && c->resp_len + RW_TCP_RESP_SIZE <= sizeof(c->resp) && next_staged_whole(c)) {
+        c->state = RW_TCP_C_HDR;
+        return;
+    }
     /* More requests already staged: let the kernel coalesce small answers.
      * Never for a big READ answer: MSG_MORE holds the payload's last
      * partial segment back until the next answer is sent, so client and
@@ -163,9 +195,7 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
     struct rw_tcp_req *r = &c->req;
     const char *refused = NULL;
 
-    if (rw_tcp_req_decode(c->st + c->st_off, r) ||
-        (r->op != RW_TCP_OP_READ && r->op != RW_TCP_OP_WRITE) || r->length == 0 ||
-        r->length > c->ep->max_msg) {
+    if (decode_staged(c, r)) {
         rw_warn_rl("tcp: qpn 0x%08x: malformed request (op %u, length %u); closing the rail "
                    "connection", (unsigned)c->ep->base.local.qpn, (unsigned)r->op,
                    (unsigned)r->length);
@@ -273,7 +303,7 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
 static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum, const char **why)
 {
     for (;;) {
-        size_t hdr = RW_TCP_RESP_SIZE - c->resp_off;
+        size_t hdr = c->resp_len - c->resp_off;
         uint64_t total = hdr + c->left, cap, want, need, got;
         struct iovec iov[2];
         struct msghdr mh = {.msg_iov = iov};
@@ -330,7 +360,7 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
         if ((size_t)k <= hdr) {
             c->resp_off += (unsigned)k;
         } else {
-            c->resp_off = RW_TCP_RESP_SIZE;
+            c->resp_off = c->resp_len;
             c->mem += (size_t)k - hdr;
             c->left -= (uint64_t)k - hdr;
         }
