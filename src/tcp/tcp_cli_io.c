@@ -243,6 +243,35 @@ to_thread:
         pthread_cond_signal(&ep->cond);
 }
 
+/* Largest READ payload the receiver stages with its answer (copied out of
+ * the staging buffer); a bigger one is read straight into its buffer. */
+#define RX_SMALL (16u * 1024)
+
+/* How many bytes the receiver may read in bulk: the answers expected to the
+ * requests outstanding, in order, up to and including the header of the
+ * first READ answer whose payload is big (that payload then goes straight
+ * to its buffer).  A refused access answers shorter: the surplus is just
+ * staged for the answers after it. */
+static size_t rx_want(struct rw_tcp_cli_ep *ep)
+{
+    size_t want = 0;
+    uint64_t i, end;
+
+    pthread_mutex_lock(&ep->lock);
+    end = ep->posted;
+    for (i = ep->answered; i < end && want < RW_TCP_RX_STAGE; i++) {
+        const struct rw_wr *w = &ep->ring[i & ep->mask].wr;
+        want += RW_TCP_RESP_SIZE;
+        if (w->opcode == RW_OP_READ) {
+            if (w->length > RX_SMALL)
+                break;
+            want += w->length;
+        }
+    }
+    pthread_mutex_unlock(&ep->lock);
+    return want;
+}
+
 /* Reads one response (and its payload) for the oldest outstanding WR.
  * Returns 0, or a code with *what set. */
 static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **what)
@@ -253,7 +282,12 @@ static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **w
     int rc, st, wake;
 
     for (;;) {
-        rc = rw_tcp_rx_need(rx, ep->need_verdict ? 1 : RW_TCP_RESP_SIZE);
+        if (ep->need_verdict)
+            rc = rw_tcp_rx_need(rx, 1, 1);
+        else if (rw_tcp_rx_avail(rx) >= RW_TCP_RESP_SIZE)
+            rc = 0;
+        else
+            rc = rw_tcp_rx_need(rx, RW_TCP_RESP_SIZE, rx_want(ep));
         if (rc != RAILWIRE_E_TIMEOUT || rw_tcp_rx_avail(rx))
             break;
         /* No byte for io_timeout.  Fine when nothing is awaited, or while the

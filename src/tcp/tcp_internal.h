@@ -85,6 +85,14 @@ enum rw_tcp_conn_wait {
 /* Staging buffer for request headers: read in bulk, at most this many
  * payload bytes are ever copied out of it. */
 #define RW_TCP_STAGE 1024u
+/* A connection whose last request was a WRITE of at most RW_TCP_BULK_MAX
+ * bytes reads into a bigger staging buffer (allocated at its first such
+ * request, freed at close), so one recv takes several small WRITEs with
+ * their payloads (copied out of it into the region). */
+#define RW_TCP_BULK_MAX (16u * 1024)
+#define RW_TCP_STAGE_BULK (64u * 1024)
+/* Answers without payload held back to share one sendmsg, at most. */
+#define RW_TCP_RESP_BATCH 64u
 
 /* One attached rail connection of a server ep, served by an event loop
  * (tcp_loop.c) through the state machine of tcp_serve.c.  Everything but
@@ -100,11 +108,17 @@ struct rw_tcp_conn {
     struct rw_tcp_req req;
     uint8_t *mem;                   /* where its payload lives; NULL = refused */
     uint64_t left;                  /* payload bytes still to receive / send */
-    uint8_t resp[RW_TCP_RESP_SIZE]; /* encoded response header */
-    unsigned resp_off;              /* bytes of resp already sent */
+    /* encoded response headers not yet sent: resp[resp_off, resp_len); the
+     * answers without payload that precede the last one were held back
+     * to go out with it (tcp_serve.c, set_response) */
+    uint8_t resp[RW_TCP_RESP_BATCH * RW_TCP_RESP_SIZE];
+    unsigned resp_off, resp_len;
     int more;                       /* the answer may be sent with MSG_MORE */
     unsigned refusals;
-    size_t st_off, st_len;          /* staged request bytes: buf[st_off, st_len) */
+    size_t st_off, st_len;          /* staged request bytes: st[st_off, st_len) */
+    uint8_t *st;                    /* the staging buffer in use: stage or bulk */
+    uint8_t *bulk;                  /* RW_TCP_STAGE_BULK bytes, or NULL */
+    int small_writes;               /* the last request was a WRITE of <= RW_TCP_BULK_MAX */
     uint8_t stage[RW_TCP_STAGE];
     /* budget (tcp_budget.c) */
     uint64_t charge;                /* bytes counted in the budget for this conn */

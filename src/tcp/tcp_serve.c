@@ -84,6 +84,7 @@ void rw_tcp_conn_init(struct rw_tcp_conn *c, struct rw_tcp_srv_ep *ep, int fd)
     c->ep = ep;
     c->fd = fd;
     c->state = RW_TCP_C_HDR;
+    c->st = c->stage;
     c->idx = (unsigned)-1;
     c->last_progress_ms = rw_now_ms();
     rw_tcp_budget_conn_add();
@@ -138,15 +139,47 @@ static void log_refusal(struct rw_tcp_conn *c, const struct rw_tcp_req *r, const
         rw_debug_rl("tcp: qpn 0x%08x: refused an access: %s", (unsigned)c->ep->base.local.qpn, why);
 }
 
+/* Decodes the staged header at c->st + c->st_off into r.  Returns 0 when
+ * it is well formed (else the connection must close). */
+static int decode_staged(const struct rw_tcp_conn *c, struct rw_tcp_req *r)
+{
+    return rw_tcp_req_decode(c->st + c->st_off, r) ||
+           (r->op != RW_TCP_OP_READ && r->op != RW_TCP_OP_WRITE) || r->length == 0 ||
+           r->length > c->ep->max_msg;
+}
+
+/* 1 when the next staged request is well formed and can be answered
+ * without reading from the socket: its header is staged, and a WRITE's
+ * payload too. */
+static int next_staged_whole(const struct rw_tcp_conn *c)
+{
+    struct rw_tcp_req r;
+
+    if (staged(c) < RW_TCP_REQ_SIZE || decode_staged(c, &r))
+        return 0;
+    return r.op == RW_TCP_OP_READ || staged(c) - RW_TCP_REQ_SIZE >= r.length;
+}
+
 static void set_response(struct rw_tcp_conn *c, uint32_t status, uint32_t length)
 {
     struct rw_tcp_resp resp = {.tag = c->req.tag, .status = status, .length = length};
     /* counted before the answer leaves, so a client that has seen its
      * completion also sees it counted */
     rw_tcp_served_count(&c->ep->dom->served, c->req.op, c->req.length, status == RW_TCP_ST_OK);
-    rw_tcp_resp_encode(c->resp, &resp);
-    c->resp_off = 0;
+    if (c->resp_off == c->resp_len)
+        c->resp_off = c->resp_len = 0;
+    rw_tcp_resp_encode(c->resp + c->resp_len, &resp);
+    c->resp_len += RW_TCP_RESP_SIZE;
     c->left = length;
+    /* An answer without payload (a WRITE's, a refusal) waits for the next
+     * one when that can be answered from what is staged, without reading
+     * the socket: the next answer that is not held back (in the same run)
+     * sends them all in one sendmsg, in order.  So a held answer never
+     * waits for the client. */
+    if (length == 0 && c->resp_len + RW_TCP_RESP_SIZE <= sizeof(c->resp) && next_staged_whole(c)) {
+        c->state = RW_TCP_C_HDR;
+        return;
+    }
     /* More requests already staged: let the kernel coalesce small answers.
      * Never for a big READ answer: MSG_MORE holds the payload's last
      * partial segment back until the next answer is sent, so client and
@@ -162,9 +195,7 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
     struct rw_tcp_req *r = &c->req;
     const char *refused = NULL;
 
-    if (rw_tcp_req_decode(c->stage + c->st_off, r) ||
-        (r->op != RW_TCP_OP_READ && r->op != RW_TCP_OP_WRITE) || r->length == 0 ||
-        r->length > c->ep->max_msg) {
+    if (decode_staged(c, r)) {
         rw_warn_rl("tcp: qpn 0x%08x: malformed request (op %u, length %u); closing the rail "
                    "connection", (unsigned)c->ep->base.local.qpn, (unsigned)r->op,
                    (unsigned)r->length);
@@ -172,6 +203,7 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
         return S_CLOSE;
     }
     c->st_off += RW_TCP_REQ_SIZE;
+    c->small_writes = r->op == RW_TCP_OP_WRITE && r->length <= RW_TCP_BULK_MAX;
     c->mem = check_access(c->ep, r, &refused);
     if (!c->mem)
         log_refusal(c, r, refused);
@@ -202,19 +234,28 @@ static enum step recv_err(struct rw_tcp_conn *c, ssize_t k, int inside, const ch
 
 static enum step step_header(struct rw_tcp_conn *c, int64_t now, const char **why)
 {
+    size_t cap = sizeof(c->stage);
+    uint8_t *buf = c->stage;
     ssize_t k;
 
     if (staged(c) >= RW_TCP_REQ_SIZE)
         return start_request(c, why);
-    if (c->st_off == c->st_len) {
-        c->st_off = c->st_len = 0;
-    } else if (c->st_off + RW_TCP_REQ_SIZE > sizeof(c->stage)) {
-        memmove(c->stage, c->stage + c->st_off, staged(c));
-        c->st_len -= c->st_off;
-        c->st_off = 0;
+    /* Small WRITEs: read several with their payloads at once (a failed
+     * allocation just keeps the small buffer). */
+    if (c->small_writes && !c->bulk)
+        c->bulk = malloc(RW_TCP_STAGE_BULK);
+    if (c->small_writes && c->bulk) {
+        buf = c->bulk;
+        cap = RW_TCP_STAGE_BULK;
     }
+    /* Less than a header is staged: move it to the front of the buffer
+     * this recv fills. */
+    memmove(buf, c->st + c->st_off, staged(c));
+    c->st_len = staged(c);
+    c->st_off = 0;
+    c->st = buf;
     do {
-        k = recv(c->fd, c->stage + c->st_len, sizeof(c->stage) - c->st_len, MSG_DONTWAIT);
+        k = recv(c->fd, c->st + c->st_len, cap - c->st_len, MSG_DONTWAIT);
     } while (k < 0 && errno == EINTR);
     if (k <= 0)
         return recv_err(c, k, staged(c) > 0, why);
@@ -230,7 +271,7 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
 
     if (n) {
         if (c->mem) {
-            memcpy(c->mem, c->stage + c->st_off, n);
+            memcpy(c->mem, c->st + c->st_off, n);
             c->mem += n;
         }
         c->st_off += n;
@@ -262,7 +303,7 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
 static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum, const char **why)
 {
     for (;;) {
-        size_t hdr = RW_TCP_RESP_SIZE - c->resp_off;
+        size_t hdr = c->resp_len - c->resp_off;
         uint64_t total = hdr + c->left, cap, want, need, got;
         struct iovec iov[2];
         struct msghdr mh = {.msg_iov = iov};
@@ -319,7 +360,7 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
         if ((size_t)k <= hdr) {
             c->resp_off += (unsigned)k;
         } else {
-            c->resp_off = RW_TCP_RESP_SIZE;
+            c->resp_off = c->resp_len;
             c->mem += (size_t)k - hdr;
             c->left -= (uint64_t)k - hdr;
         }
@@ -448,6 +489,10 @@ void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why)
         rw_tcp_loop_forget(c);
     close(c->fd);
     c->fd = -1;
+    free(c->bulk);
+    c->bulk = NULL;
+    c->st = c->stage;
+    c->st_off = c->st_len = 0;
     rw_tcp_budget_give(c->charge);
     c->charge = 0;
     rw_tcp_budget_conn_del();

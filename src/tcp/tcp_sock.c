@@ -251,18 +251,23 @@ static int recv_err(ssize_t k, int inside)
     return RAILWIRE_E_IO;
 }
 
-int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n)
+int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want)
 {
-    if (rw_tcp_rx_avail(rx) >= n)
+    size_t a = rw_tcp_rx_avail(rx);
+
+    if (a >= n)
         return 0;
-    if (rx->off + n > sizeof(rx->buf)) {
-        size_t a = rw_tcp_rx_avail(rx);
-        memmove(rx->buf, rx->buf + rx->off, a);
-        rx->off = 0;
-        rx->len = a;
-    }
+    if (want < n)
+        want = n;
+    if (want > sizeof(rx->buf))
+        want = sizeof(rx->buf);
+    /* Fewer than n (a frame header) bytes are staged: move them to the
+     * front, so each recv may take `want`. */
+    memmove(rx->buf, rx->buf + rx->off, a);
+    rx->off = 0;
+    rx->len = a;
     while (rw_tcp_rx_avail(rx) < n) {
-        ssize_t k = recv(rx->fd, rx->buf + rx->len, sizeof(rx->buf) - rx->len, 0);
+        ssize_t k = recv(rx->fd, rx->buf + rx->len, want - rx->len, 0);
         if (k > 0) {
             rx->len += (size_t)k;
             continue;

@@ -55,9 +55,12 @@ int rw_tcp_recv_deadline(int fd, void *buf, size_t n, int64_t deadline_ms);
 int rw_tcp_sendv(int fd, struct iovec *iov, int iovcnt, int flags);
 
 /* Staging reader for a blocking socket.  Small frames are read in bulk into
- * buf; payloads go straight to their destination (at most RW_TCP_RX_STAGE
- * bytes of a payload are ever copied out of the staging buffer). */
-#define RW_TCP_RX_STAGE 1024u
+ * buf, so one recv can take many small answers; payloads go straight to
+ * their destination, except what a bulk read already staged (so at most
+ * RW_TCP_RX_STAGE bytes of a payload are ever copied out of buf, and a
+ * caller that stages only what it expects of small answers copies nothing
+ * of a big one). */
+#define RW_TCP_RX_STAGE (64u * 1024)
 struct rw_tcp_rx {
     int fd;
     size_t off;  /* first unread byte in buf */
@@ -72,10 +75,12 @@ static inline size_t rw_tcp_rx_avail(const struct rw_tcp_rx *rx)
 }
 
 /* Makes n (<= RW_TCP_RX_STAGE) bytes available at rx->buf + rx->off (not
- * consumed).  Returns 0, RAILWIRE_E_CLOSED (clean EOF with nothing staged),
+ * consumed), asking each recv for up to `want` bytes (clamped to
+ * [n, RW_TCP_RX_STAGE]: what the caller expects to be small frames).
+ * Returns 0, RAILWIRE_E_CLOSED (clean EOF with nothing staged),
  * RAILWIRE_E_IO (error, or EOF inside a frame), RAILWIRE_E_TIMEOUT (no byte
  * for SO_RCVTIMEO; what is staged stays staged, the call may be retried). */
-int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n);
+int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want);
 
 /* Consumes n staged bytes (n <= rw_tcp_rx_avail). */
 static inline void rw_tcp_rx_consume(struct rw_tcp_rx *rx, size_t n)
