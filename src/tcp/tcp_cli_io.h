@@ -21,7 +21,7 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what);
 
 /* Requests of at most this many bytes (header + payload) are written by
  * ep_post itself when nothing else is queued (no wakeup of the sender). */
-#define RW_TCP_INLINE_MAX (256u * 1024)
+#define RW_TCP_INLINE_MAX (16u * 1024)
 
 /* Called by ep_post with ep->lock held after queuing entries [first,
  * first + cnt): if nothing older waits and they are small, writes them
