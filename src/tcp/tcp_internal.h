@@ -91,13 +91,8 @@ enum rw_tcp_conn_wait {
  * their payloads (copied out of it into the region). */
 #define RW_TCP_BULK_MAX (16u * 1024)
 #define RW_TCP_STAGE_BULK (64u * 1024)
-/* Answers held back to share one sendmsg, at most (with the one that
- * sends them: at most 2 iovecs each).  Payload-bearing answers (READs of
- * at most RW_TCP_BATCH_READ_MAX bytes) are held up to RW_TCP_BATCH_BYTES
- * of payload in all. */
+/* Answers without payload held back to share one sendmsg, at most. */
 #define RW_TCP_RESP_BATCH 64u
-#define RW_TCP_BATCH_READ_MAX (16u * 1024)
-#define RW_TCP_BATCH_BYTES (256u * 1024)
 
 /* One attached rail connection of a server ep, served by an event loop
  * (tcp_loop.c) through the state machine of tcp_serve.c.  Everything but
@@ -112,19 +107,12 @@ struct rw_tcp_conn {
     /* the request in progress */
     struct rw_tcp_req req;
     uint8_t *mem;                   /* where its payload lives; NULL = refused */
-    uint64_t left;                  /* WRITE payload bytes still to receive */
-    /* Answers queued to send, in order: answer i is the header at
-     * resp + i * RW_TCP_RESP_SIZE followed by ans_len[i] payload bytes at
-     * ans_mem[i] (straight from the region).  Answers [0, ans_n - 1) were
-     * held back to go out with the last one (tcp_serve.c, set_response);
-     * [0, ans_head) are sent, and ans_off bytes of answer ans_head. */
+    uint64_t left;                  /* payload bytes still to receive / send */
+    /* encoded response headers not yet sent: resp[resp_off, resp_len); the
+     * answers without payload that precede the last one were held back
+     * to go out with it (tcp_serve.c, set_response) */
     uint8_t resp[RW_TCP_RESP_BATCH * RW_TCP_RESP_SIZE];
-    uint8_t *ans_mem[RW_TCP_RESP_BATCH];
-    uint32_t ans_len[RW_TCP_RESP_BATCH];
-    unsigned ans_n, ans_head;
-    uint64_t ans_off;
-    uint64_t tx_left;               /* answer bytes queued, not yet sent */
-    uint64_t held_pay;              /* payload bytes of the queued answers */
+    unsigned resp_off, resp_len;
     int more;                       /* the answer may be sent with MSG_MORE */
     unsigned refusals;
     size_t st_off, st_len;          /* staged request bytes: st[st_off, st_len) */

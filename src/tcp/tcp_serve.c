@@ -30,7 +30,6 @@
 #define MIN_PIECE (16u * 1024)       /* least room worth a sendmsg mid-answer */
 #define QUANTUM (2u << 20)           /* bytes moved per run before yielding */
 #define EVICT_MS 1000                /* stall that makes queued bytes evictable */
-#define RW_TCP_SEND_IOV (2u * RW_TCP_RESP_BATCH) /* most iovecs per sendmsg */
 
 enum step { S_CONT, S_WAIT, S_YIELD, S_CLOSE };
 
@@ -151,52 +150,33 @@ static int decode_staged(const struct rw_tcp_conn *c, struct rw_tcp_req *r)
 
 /* 1 when the next staged request is well formed and can be answered
  * without reading from the socket: its header is staged, and a WRITE's
- * payload too.  *is_read tells whether it is a READ. */
-static int next_staged_whole(const struct rw_tcp_conn *c, int *is_read)
+ * payload too. */
+static int next_staged_whole(const struct rw_tcp_conn *c)
 {
     struct rw_tcp_req r;
 
-    *is_read = 0;
     if (staged(c) < RW_TCP_REQ_SIZE || decode_staged(c, &r))
         return 0;
-    *is_read = r.op == RW_TCP_OP_READ;
     return r.op == RW_TCP_OP_READ || staged(c) - RW_TCP_REQ_SIZE >= r.length;
 }
 
-/* Queues the answer to c->req: status, and length payload bytes at
- * c->mem. */
 static void set_response(struct rw_tcp_conn *c, uint32_t status, uint32_t length)
 {
     struct rw_tcp_resp resp = {.tag = c->req.tag, .status = status, .length = length};
-    unsigned i;
-    int is_read;
-
     /* counted before the answer leaves, so a client that has seen its
      * completion also sees it counted */
     rw_tcp_served_count(&c->ep->dom->served, c->req.op, c->req.length, status == RW_TCP_ST_OK);
-    if (c->ans_head == c->ans_n) {
-        c->ans_n = c->ans_head = 0;
-        c->ans_off = c->tx_left = c->held_pay = 0;
-    }
-    i = c->ans_n++;
-    rw_tcp_resp_encode(c->resp + (size_t)i * RW_TCP_RESP_SIZE, &resp);
-    c->ans_mem[i] = length ? c->mem : NULL;
-    c->ans_len[i] = length;
-    c->tx_left += RW_TCP_RESP_SIZE + (uint64_t)length;
-    c->held_pay += length;
-    /* An answer waits for the next one when that can be answered from
-     * what is staged, without reading the socket: the next answer that is
-     * not held back (in the same run) sends them all in one sendmsg, in
-     * order.  So a held answer never waits for the client.  Held are
-     * answers without payload (a WRITE's, a refusal) and small READ
-     * answers, in all at most RW_TCP_RESP_BATCH answers and
-     * RW_TCP_BATCH_BYTES of payload.  A READ's payload is sent straight
-     * from the region when its batch goes out, so while any is held only
-     * a READ may be served next: a WRITE waits until the READs before it
-     * are in the kernel's send queue. */
-    if (c->ans_n < RW_TCP_RESP_BATCH && length <= RW_TCP_BATCH_READ_MAX &&
-        c->held_pay <= RW_TCP_BATCH_BYTES && next_staged_whole(c, &is_read) &&
-        (is_read || c->held_pay == 0)) {
+    if (c->resp_off == c->resp_len)
+        c->resp_off = c->resp_len = 0;
+    rw_tcp_resp_encode(c->resp + c->resp_len, &resp);
+    c->resp_len += RW_TCP_RESP_SIZE;
+    c->left = length;
+    /* An answer without payload (a WRITE's, a refusal) waits for the next
+     * one when that can be answered from what is staged, without reading
+     * the socket: the next answer that is not held back (in the same run)
+     * sends them all in one sendmsg, in order.  So a held answer never
+     * waits for the client. */
+    if (length == 0 && c->resp_len + RW_TCP_RESP_SIZE <= sizeof(c->resp) && next_staged_whole(c)) {
         c->state = RW_TCP_C_HDR;
         return;
     }
@@ -320,72 +300,16 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
     return S_CONT;
 }
 
-/* Fills iov (at most RW_TCP_SEND_IOV) with the first `bytes` queued
- * answer bytes not yet sent (fewer if the iovecs run out).  Returns the
- * iovecs used. */
-static int fill_iov(struct rw_tcp_conn *c, uint64_t bytes, struct iovec *iov)
-{
-    unsigned i = c->ans_head;
-    uint64_t off = c->ans_off, rem = bytes;
-    int n = 0;
-
-    while (rem && i < c->ans_n) {
-        uint64_t end = RW_TCP_RESP_SIZE + (uint64_t)c->ans_len[i], take;
-        uint8_t *p;
-
-        if (off < RW_TCP_RESP_SIZE) {
-            p = c->resp + (size_t)i * RW_TCP_RESP_SIZE + off;
-            take = RW_TCP_RESP_SIZE - off;
-        } else {
-            p = c->ans_mem[i] + (off - RW_TCP_RESP_SIZE);
-            take = end - off;
-        }
-        if (take > rem)
-            take = rem;
-        if (n && (uint8_t *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
-            iov[n - 1].iov_len += (size_t)take;
-        } else {
-            if (n == RW_TCP_SEND_IOV)
-                break;
-            iov[n++] = (struct iovec){.iov_base = p, .iov_len = (size_t)take};
-        }
-        rem -= take;
-        off += take;
-        if (off == end) {
-            i++;
-            off = 0;
-        }
-    }
-    return n;
-}
-
-/* k bytes of the queued answers were sent. */
-static void advance(struct rw_tcp_conn *c, uint64_t k)
-{
-    c->tx_left -= k;
-    while (k) {
-        uint64_t r = RW_TCP_RESP_SIZE + (uint64_t)c->ans_len[c->ans_head] - c->ans_off;
-        if (k < r) {
-            c->ans_off += k;
-            return;
-        }
-        k -= r;
-        c->ans_head++;
-        c->ans_off = 0;
-    }
-}
-
 static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum, const char **why)
 {
     for (;;) {
-        uint64_t total = c->tx_left, cap, want, need, got;
-        struct iovec iov[RW_TCP_SEND_IOV];
+        size_t hdr = c->resp_len - c->resp_off;
+        uint64_t total = hdr + c->left, cap, want, need, got;
+        struct iovec iov[2];
         struct msghdr mh = {.msg_iov = iov};
         ssize_t k;
 
         if (total == 0) {
-            c->ans_n = c->ans_head = 0;
-            c->ans_off = c->held_pay = 0;
             c->state = RW_TCP_C_HDR;
             return S_CONT;
         }
@@ -409,7 +333,15 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
             c->wait = RW_TCP_W_BUDGET;
             return S_WAIT;
         }
-        mh.msg_iovlen = (size_t)fill_iov(c, got, iov);
+        if (hdr > got)
+            hdr = (size_t)got;
+        iov[0] = (struct iovec){.iov_base = c->resp + c->resp_off, .iov_len = hdr};
+        iov[1] = (struct iovec){.iov_base = c->mem, .iov_len = (size_t)(got - hdr)};
+        mh.msg_iovlen = iov[1].iov_len ? 2 : 1;
+        if (!hdr) {
+            mh.msg_iov = &iov[1];
+            mh.msg_iovlen = 1;
+        }
         do {
             k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (c->more ? MSG_MORE : 0));
         } while (k < 0 && errno == EINTR);
@@ -425,9 +357,15 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
         rw_tcp_budget_give(got - (uint64_t)k);
         c->charge += (uint64_t)k;
         c->last_progress_ms = now;
-        advance(c, (uint64_t)k);
+        if ((size_t)k <= hdr) {
+            c->resp_off += (unsigned)k;
+        } else {
+            c->resp_off = c->resp_len;
+            c->mem += (size_t)k - hdr;
+            c->left -= (uint64_t)k - hdr;
+        }
         *quantum = *quantum > (uint64_t)k ? *quantum - (uint64_t)k : 0;
-        if (*quantum == 0 && c->tx_left)
+        if (*quantum == 0 && c->left)
             return S_YIELD;
     }
 }
