@@ -3,7 +3,11 @@
  * several small WRITEs with their payloads at once and holds answers
  * without payload back to send them with the next one.  A held answer must
  * never wait for the client: when the next request is not wholly staged,
- * everything answered so far goes out.  Order, tags, statuses and the
+ * everything answered so far goes out.  Small READ answers are batched
+ * too (header and payload straight from the region, several answers in
+ * one sendmsg): their order, bytes, refusals in the middle of a batch,
+ * WRITEs before and after them, and sends that stop in the middle of a
+ * batch are checked.  Order, tags, statuses and the
  * bytes written are checked with a raw client. */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -21,7 +25,7 @@ struct raw_conn {
     int fd;
 };
 
-static void raw_open(struct raw_conn *c)
+static void raw_open_rcvbuf(struct raw_conn *c, int rcvbuf)
 {
     struct rw_ep_cfg scfg = {.depth = 64};
     struct rw_qp_id cli = {.qpn = 0x1234u, .psn = 0x5678u};
@@ -32,9 +36,14 @@ static void raw_open(struct raw_conn *c)
     cr_assert_eq(rw_tcp_ops.ep_create(c->p.sdom, &scfg, &c->sep), 0);
     cr_assert_eq(rw_tcp_ops.ep_connect(c->sep, &cli, 0), 0);
     c->fd = raw_rail_open(NULL, (uint16_t)(c->sep->local.qpn & 0xffff), &c->sep->local, cli.qpn,
-                          cli.psn, 0);
+                          cli.psn, rcvbuf);
     cr_assert_geq(c->fd, 0);
     cr_assert_eq(raw_rail_verdict(c->fd, 10000), RW_TCP_VERDICT_OK);
+}
+
+static void raw_open(struct raw_conn *c)
+{
+    raw_open_rcvbuf(c, 0);
 }
 
 static void raw_close(struct raw_conn *c)
@@ -149,5 +158,163 @@ Test(tcp_batch, small_write_payload_split_across_reads, .timeout = 60)
     expect_answer(c.fd, 3, RW_TCP_ST_OK, 0, NULL);
     for (size_t b = 0; b < 3 * 4096; b++)
         cr_assert_eq(c.p.smem[b], (uint8_t)(0x21 + b / 4096), "byte %zu", b);
+    raw_close(&c);
+}
+
+/* Reads one answer and checks it against the bytes `want` (len of them). */
+static void expect_read(int fd, uint64_t tag, uint32_t len, const uint8_t *want)
+{
+    static uint8_t got[16 * 1024];
+
+    cr_assert_leq(len, sizeof(got));
+    expect_answer(fd, tag, RW_TCP_ST_OK, len, got);
+    for (uint32_t b = 0; b < len; b++)
+        cr_assert_eq(got[b], want[b], "byte %u of READ %llu", (unsigned)b, (unsigned long long)tag);
+}
+
+/* Small READs, refusals among them and WRITEs before and after them, all
+ * staged at once: every answer in order with the bytes the region held
+ * when its request came, though the last request is incomplete. */
+Test(tcp_batch, small_read_answers_in_order_never_wait, .timeout = 60)
+{
+    static uint8_t buf[64 * 1024], old[4][4096];
+    struct raw_conn c;
+    size_t n = 0, whole;
+    uint64_t base, tag = 0, i;
+    uint32_t rkey;
+    uint8_t w[512];
+
+    raw_open(&c);
+    base = c.p.smr->remote_base;
+    rkey = c.p.smr->rkey;
+    for (i = 0; i < 4; i++)
+        memcpy(old[i], c.p.smem + 65536 + i * 4096, 4096);
+    /* tags 0-3: READs of 4 KiB (before anything is written) */
+    for (i = 0; i < 4; i++)
+        n += put_req(buf + n, RW_TCP_OP_READ, 4096, tag++, base + 65536 + i * 4096, rkey, 0);
+    /* 4: refused (unknown rkey); 5: refused (beyond the region) */
+    n += put_req(buf + n, RW_TCP_OP_READ, 4096, tag++, base, rkey ^ 0x5a5au, 0);
+    n += put_req(buf + n, RW_TCP_OP_READ, 4096, tag++, base + T_SRV_LEN - 100, rkey, 0);
+    /* 6: READ of 1000 odd bytes; 7: WRITE over READ 0's bytes, 8: READ of them */
+    n += put_req(buf + n, RW_TCP_OP_READ, 1000, tag++, base + 65536 + 3, rkey, 0);
+    n += put_req(buf + n, RW_TCP_OP_WRITE, 512, tag++, base + 65536, rkey, 0xc3);
+    n += put_req(buf + n, RW_TCP_OP_READ, 512, tag++, base + 65536, rkey, 0);
+    /* 9: READ of READ 1's bytes, then 10: a WRITE over them (READ 9 must not
+     * see it), 11: a refused READ, 12: a READ of the WRITE */
+    n += put_req(buf + n, RW_TCP_OP_READ, 4096, tag++, base + 65536 + 4096, rkey, 0);
+    n += put_req(buf + n, RW_TCP_OP_WRITE, 512, tag++, base + 65536 + 4096, rkey, 0x3c);
+    n += put_req(buf + n, RW_TCP_OP_READ, 16, tag++, base, rkey ^ 1u, 0);
+    n += put_req(buf + n, RW_TCP_OP_READ, 512, tag++, base + 65536 + 4096, rkey, 0);
+    /* 13: one READ of 16 KiB, 14: one of 16 KiB + 1 (not held) */
+    n += put_req(buf + n, RW_TCP_OP_READ, 16384, tag++, base + 131072, rkey, 0);
+    n += put_req(buf + n, RW_TCP_OP_READ, 16385, tag++, base + 131072, rkey, 0);
+    /* 15: READ, then 16: a WRITE whose payload is cut */
+    n += put_req(buf + n, RW_TCP_OP_READ, 4096, tag++, base + 65536 + 8192, rkey, 0);
+    whole = n;
+    n += put_req(buf + n, RW_TCP_OP_WRITE, 512, tag, base + 65536 + 8192, rkey, 0x5e);
+    cr_assert_eq(send(c.fd, buf, whole + RW_TCP_REQ_SIZE + 100, MSG_NOSIGNAL),
+                 (ssize_t)(whole + RW_TCP_REQ_SIZE + 100));
+
+    for (i = 0; i < 4; i++)
+        expect_read(c.fd, i, 4096, old[i]);
+    expect_answer(c.fd, 4, RW_TCP_ST_ACCESS, 0, NULL);
+    expect_answer(c.fd, 5, RW_TCP_ST_ACCESS, 0, NULL);
+    expect_read(c.fd, 6, 1000, old[0] + 3);
+    expect_answer(c.fd, 7, RW_TCP_ST_OK, 0, NULL);
+    memset(w, 0xc3, sizeof(w));
+    expect_read(c.fd, 8, 512, w);
+    expect_read(c.fd, 9, 4096, old[1]);
+    expect_answer(c.fd, 10, RW_TCP_ST_OK, 0, NULL);
+    expect_answer(c.fd, 11, RW_TCP_ST_ACCESS, 0, NULL);
+    memset(w, 0x3c, sizeof(w));
+    expect_read(c.fd, 12, 512, w);
+    expect_read(c.fd, 13, 16384, c.p.smem + 131072);
+    {
+        static uint8_t big[16385];
+        expect_answer(c.fd, 14, RW_TCP_ST_OK, 16385, big);
+        cr_assert_eq(memcmp(big, c.p.smem + 131072, sizeof(big)), 0);
+    }
+    /* READ 15 comes though the WRITE after it is incomplete, with the
+     * bytes from before that WRITE */
+    expect_read(c.fd, 15, 4096, old[2]);
+
+    cr_assert_eq(send(c.fd, buf + whole + RW_TCP_REQ_SIZE + 100, 412, MSG_NOSIGNAL), 412);
+    expect_answer(c.fd, tag, RW_TCP_ST_OK, 0, NULL);
+    for (i = 0; i < 512; i++)
+        cr_assert_eq(c.p.smem[65536 + 8192 + i], 0x5e);
+
+    /* READs whose last header is cut: all whole ones are answered. */
+    n = 0;
+    for (i = 0; i < 5; i++)
+        n += put_req(buf + n, RW_TCP_OP_READ, 2048, 100 + i, base + i * 2048, rkey, 0);
+    cr_assert_eq(send(c.fd, buf, n - 12, MSG_NOSIGNAL), (ssize_t)(n - 12));
+    for (i = 0; i < 4; i++)
+        expect_read(c.fd, 100 + i, 2048, c.p.smem + i * 2048);
+    cr_assert_eq(send(c.fd, buf + n - 12, 12, MSG_NOSIGNAL), 12);
+    expect_read(c.fd, 104, 2048, c.p.smem + 4 * 2048);
+    cr_assert_eq(rw_tcp_ops.ep_liveness(c.sep), RW_EP_LIVE);
+    raw_close(&c);
+}
+
+/* Batches of small READs of many sizes (refusals among them) to a client
+ * with a small receive buffer that reads in odd pieces, slowly: the
+ * server's sends stop in the middle of batches, of answers and of
+ * headers, and must resume there.  Checked byte for byte. */
+Test(tcp_batch, batched_read_answers_resume_partial_sends, .timeout = 120)
+{
+    static uint8_t req[128 * RW_TCP_REQ_SIZE], rx[4 << 20];
+    enum { ROUNDS = 4, PER = 128 };
+    struct raw_conn c;
+    uint64_t base;
+    uint32_t rkey, seed = 12345;
+
+    raw_open_rcvbuf(&c, 4096);
+    base = c.p.smr->remote_base;
+    rkey = c.p.smr->rkey;
+    for (int r = 0; r < ROUNDS; r++) {
+        uint32_t len[PER], st[PER];
+        uint64_t addr[PER];
+        size_t n = 0, want = 0, got = 0, at = 0;
+
+        for (int i = 0; i < PER; i++) {
+            int refuse;
+            seed = seed * 1103515245u + 12345u;
+            len[i] = 1 + (seed >> 8) % (16 * 1024);
+            addr[i] = (uint64_t)((seed >> 4) % (T_SRV_LEN - 16 * 1024));
+            refuse = (seed >> 28) == 0; /* about 1 in 16 */
+            st[i] = refuse ? RW_TCP_ST_ACCESS : RW_TCP_ST_OK;
+            n += put_req(req + n, RW_TCP_OP_READ, len[i], (uint64_t)(r * PER + i), base + addr[i],
+                         refuse ? rkey ^ 0x77u : rkey, 0);
+            want += RW_TCP_RESP_SIZE + (refuse ? 0 : len[i]);
+        }
+        cr_assert_leq(want, sizeof(rx));
+        cr_assert_eq(send(c.fd, req, n, MSG_NOSIGNAL), (ssize_t)n);
+        /* read slowly, in odd pieces */
+        while (got < want) {
+            size_t piece = 1 + (got * 7919) % 3001;
+            if (piece > want - got)
+                piece = want - got;
+            cr_assert_eq(raw_read_all(c.fd, rx + got, piece, 5000), 0, "round %d at %zu of %zu",
+                         r, got, want);
+            got += piece;
+            if ((got / piece) % 16 == 0)
+                usleep(200);
+        }
+        for (int i = 0; i < PER; i++) {
+            struct rw_tcp_resp a;
+            rw_tcp_resp_decode(rx + at, &a);
+            at += RW_TCP_RESP_SIZE;
+            cr_assert_eq(a.tag, (uint64_t)(r * PER + i), "round %d answer %d tag", r, i);
+            cr_assert_eq(a.status, st[i], "round %d answer %d status", r, i);
+            cr_assert_eq(a.length, st[i] == RW_TCP_ST_OK ? len[i] : 0u);
+            if (st[i] != RW_TCP_ST_OK)
+                continue;
+            cr_assert_eq(memcmp(rx + at, c.p.smem + addr[i], len[i]), 0,
+                         "round %d answer %d payload", r, i);
+            at += len[i];
+        }
+        cr_assert_eq(at, want);
+    }
+    cr_assert_eq(rw_tcp_ops.ep_liveness(c.sep), RW_EP_LIVE);
     raw_close(&c);
 }
