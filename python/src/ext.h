@@ -135,6 +135,18 @@ PyObject *rwpy_railset_write(rwpy_railset *self, PyObject *args, PyObject *kw);
 /* server.c */
 PyObject *rwpy_server_create(PyObject *self, PyObject *args, PyObject *kw);
 
+/* metrics.c: railwire_railset_metrics / railwire_server_metrics. */
+typedef ssize_t (*rwpy_metrics_fn)(const void *obj, char *buf, size_t size);
+/* Renders obj's text into a buffer grown until it fits.  Returns its
+ * length with *out owned by the caller (free it, or pass it to
+ * rwpy_metrics_str), or a RAILWIRE_E_* code with *out NULL
+ * (RAILWIRE_E_STATE: the text kept growing; the renderers never return
+ * it themselves).  Needs no GIL. */
+ssize_t rwpy_metrics_render(rwpy_metrics_fn render, const void *obj, char **out);
+/* Returns a new str of n bytes of text (or raises for a negative n, the
+ * message naming `what`); frees text either way.  Needs the GIL. */
+PyObject *rwpy_metrics_str(ssize_t n, char *text, const char *what);
+
 /* The longest single C wait while the lock is held, so other threads can
  * submit in between and Ctrl-C is seen promptly. */
 #define RWPY_WAIT_SLICE_MS 10

@@ -213,39 +213,25 @@ static PyObject *railset_stats(rwpy_railset *self, PyObject *noargs)
     return list;
 }
 
+static ssize_t render_railset(const void *rs, char *buf, size_t size)
+{
+    return railwire_railset_metrics(rs, buf, size);
+}
+
 /* Railset.metrics(): railwire_railset_metrics() as a str. */
 static PyObject *railset_metrics(rwpy_railset *self, PyObject *noargs)
 {
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n = 0;
+    char *text = NULL, what[320];
+    ssize_t n;
 
     (void)noargs;
     Py_BEGIN_ALLOW_THREADS
     rwpy_rslock_acquire(&self->lock);
-    for (int tries = 0; tries < 4; tries++) {
-        n = self->rs ? railwire_railset_metrics(self->rs, buf, cap) : RAILWIRE_E_CLOSED;
-        if (n < 0 || (size_t)n < cap)
-            break;
-        cap = (size_t)n + 1024; /* counters may gain digits between calls */
-        char *nb = realloc(buf, cap);
-        if (!nb) {
-            n = RAILWIRE_E_NOMEM;
-            break;
-        }
-        buf = nb;
-    }
+    n = self->rs ? rwpy_metrics_render(render_railset, self->rs, &text) : RAILWIRE_E_CLOSED;
     rwpy_rslock_release(&self->lock);
     Py_END_ALLOW_THREADS
-    PyObject *text = NULL;
-    if (n < 0)
-        rwpy_raise((int)n, "metrics of the railset to %s", self->target);
-    else if ((size_t)n >= cap)
-        rwpy_raise(RAILWIRE_E_STATE, "metrics of the railset to %s kept growing", self->target);
-    else
-        text = PyUnicode_DecodeUTF8(buf, n, "replace");
-    free(buf);
-    return text;
+    snprintf(what, sizeof(what), "the railset to %s", self->target);
+    return rwpy_metrics_str(n, text, what);
 }
 
 static PyObject *get_rails(rwpy_railset *self, void *c)

@@ -3,6 +3,7 @@
  * layers, or one RW arena).  It holds every buffer (and so its object)
  * until close(), which first stops the server, so no client can touch
  * memory that Python has freed.  railwire.Server wraps it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ext.h"
@@ -207,37 +208,23 @@ static PyObject *server_get_sessions(rwpy_server *s, void *c)
     return PyLong_FromUnsignedLong(n);
 }
 
+static ssize_t render_server(const void *srv, char *buf, size_t size)
+{
+    return railwire_server_metrics(srv, buf, size);
+}
+
 /* Server.metrics(): railwire_server_metrics() as a str.  The GIL stays
  * held (the render is a snapshot copy that never waits on the network), so
  * a close() from another thread cannot free the server under it. */
 static PyObject *server_metrics(rwpy_server *s, PyObject *noargs)
 {
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n = RAILWIRE_E_CLOSED;
+    char *text = NULL, what[64];
+    ssize_t n;
 
     (void)noargs;
-    for (int tries = 0; s->srv && tries < 4; tries++) {
-        n = railwire_server_metrics(s->srv, buf, cap);
-        if (n < 0 || (size_t)n < cap)
-            break;
-        cap = (size_t)n + 1024; /* counters may gain digits between calls */
-        char *nb = realloc(buf, cap);
-        if (!nb) {
-            n = RAILWIRE_E_NOMEM;
-            break;
-        }
-        buf = nb;
-    }
-    PyObject *text = NULL;
-    if (n < 0)
-        rwpy_raise((int)n, "metrics of the server on port %u", s->port);
-    else if ((size_t)n >= cap)
-        rwpy_raise(RAILWIRE_E_STATE, "metrics of the server on port %u kept growing", s->port);
-    else
-        text = PyUnicode_DecodeUTF8(buf, n, "replace");
-    free(buf);
-    return text;
+    n = s->srv ? rwpy_metrics_render(render_server, s->srv, &text) : RAILWIRE_E_CLOSED;
+    snprintf(what, sizeof(what), "the server on port %u", s->port);
+    return rwpy_metrics_str(n, text, what);
 }
 
 static PyObject *server_get_closed(rwpy_server *s, void *c)
