@@ -109,9 +109,7 @@ void rw_tcp_budget_give(uint64_t n)
         atomic_fetch_sub(&g_queued, n);
 }
 
-/* The host's TCP memory in pages (/proc/net/sockstat) and its pressure
- * threshold (tcp_mem[1]); -1 when unknown. */
-static long read_tcp_pages(long *pressure)
+long rw_tcp_host_tcp_pages(long *pressure)
 {
     char line[256];
     long mem = -1, lo, mid, hi;
@@ -145,7 +143,7 @@ int rw_tcp_budget_host_pressure(int64_t now_ms)
 
     pthread_mutex_lock(&host_lock);
     if (now_ms - host_checked_ms >= 200) {
-        long limit, pages = read_tcp_pages(&limit);
+        long limit, pages = rw_tcp_host_tcp_pages(&limit);
         host_pressure = pages >= 0 && limit > 0 && pages >= limit;
         host_checked_ms = now_ms;
     }

@@ -60,6 +60,10 @@ void rw_tcp_budget_give(uint64_t n);
  * or the host's TCP memory is above its pressure threshold (tcp_mem[1]:
  * every socket of the host then slows down, whoever holds the memory). */
 int rw_tcp_budget_starving(int64_t now_ms);
+/* Returns the host's TCP memory in pages (/proc/net/sockstat) and sets
+ * *pressure to its pressure threshold (tcp_mem[1]); either is -1 when
+ * unknown.  Reads /proc on every call. */
+long rw_tcp_host_tcp_pages(long *pressure);
 /* Returns 1 if the host's TCP memory is above tcp_mem[1] (read at most
  * every 200 ms from /proc). */
 int rw_tcp_budget_host_pressure(int64_t now_ms);
