@@ -29,7 +29,7 @@ stage=$build/verbs-perftest-stage
 rm -rf "$stage"
 mkdir -p "$stage/tools/railwire" "$stage/ci"
 cp "$build/tools/railwire/railwire" "$stage/tools/railwire/"
-cp "$repo/ci/verbs-perftest-guest.sh" "$stage/ci/"
+cp "$repo/ci/verbs-perftest-guest.sh" "$repo/ci/rxe-guest-lib.sh" "$stage/ci/"
 
 export RXEVM_CACHE=${RXEVM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/railwire-rxe-vm}
 export RXEVM_ACCEL=${RXEVM_ACCEL:-tcg}

@@ -48,16 +48,8 @@ step() {  # step NAME CMD...
   fi
 }
 
-wait_listen() {  # wait_listen PORT: until a TCP listener exists (10 s)
-  local hex i
-  hex=$(printf '%04X' "$1")
-  for i in $(seq 200); do
-    grep -q ":$hex 00000000:0000 0A" /proc/net/tcp 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
+# shellcheck source=ci/rxe-guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/rxe-guest-lib.sh"
 
 # ---------------------------------------------------------------- devices
 devices_check() {
