@@ -92,6 +92,16 @@ typedef struct railwire_railset_opts {
                                           times across rails and heals, then its
                                           transfer fails with the last error; 0 =
                                           default: 3 with healing on, unbounded with it off */
+    int busy_poll_us;                  /* how long a thread waiting for completions
+                                          (railwire_wait, railwire_read/write, and the tcp
+                                          rails' receive threads) keeps polling before it
+                                          sleeps, in microseconds, while transfers are
+                                          outstanding: waking a sleeping thread costs more
+                                          than a small transfer.  It gives way to any other
+                                          runnable thread, and a window that found nothing
+                                          is not reopened until something completes, so a
+                                          stalled server never keeps it spinning.  0 =
+                                          default (50), -1 = sleep at once, at most 1000000 */
 } railwire_railset_opts;
 
 /* Fills *o with the defaults. */

@@ -113,6 +113,14 @@ typedef struct railwire_server_opts {
      * blocks.  n_allow == 0: everyone.  Borrowed for create only. */
     const char *const *allow;
     unsigned n_allow;
+    /* tcp: how long an event-loop thread that just served requests keeps
+     * polling its sockets before it sleeps, in microseconds, so that the
+     * next request of an active client is not delayed by a wake-up (it
+     * gives way to any other runnable thread; an idle server sleeps).  The
+     * loops are shared by every server of the process: the last server
+     * created sets it.  0 = default (50), -1 = sleep at once, at most
+     * 1000000.  verbs: unused (the NICs serve). */
+    int busy_poll_us;
 } railwire_server_opts;
 
 /* Counters of one server, filled by railwire_server_stats() (a struct tag,

@@ -24,7 +24,7 @@ railwire.Error subclasses, one per RAILWIRE_E_* code (see railwire.errors).
 """
 from . import _railwire
 from . import errors
-from ._args import dialect_value, transport_value, ms, per_rail
+from ._args import busy_poll, dialect_value, transport_value, ms, per_rail
 from .errors import *  # noqa: F401,F403  (the exception classes)
 from .errors import Error, InvalidArgument, error_for_code
 from .server import Server
@@ -59,7 +59,7 @@ def _optional_positive(v, what):
 
 def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=None,
             devices=None, slice_size=None, queue_depth=None, connect_timeout=5.0,
-            op_timeout=10.0):
+            op_timeout=10.0, busy_poll_us=None):
     """Connects to a railwire server and brings up `rails` rails with one
     handshake; returns a Railset (a context manager), or raises:
     ConnectError (nothing listens / unreachable / bad name), PeerRejected
@@ -74,6 +74,10 @@ def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=
     library's defaults (512 KiB, 16).  connect_timeout (seconds) bounds the
     TCP connect and each handshake step; op_timeout (seconds): a slice
     outstanding longer marks its rail dead (its slices move to the others).
+    busy_poll_us: how long a thread waiting for completions keeps polling
+    before it sleeps while transfers are in flight (microseconds, 0 = sleep
+    at once; None = the library's 50): waking a sleeping thread costs more
+    than a small transfer.
     """
     if isinstance(rails, bool) or not isinstance(rails, int):
         raise InvalidArgument("rails must be an int (1..%d)" % MAX_RAILS)
@@ -88,7 +92,7 @@ def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=
         slice_size=_optional_positive(slice_size, "slice_size"),
         queue_depth=_optional_positive(queue_depth, "queue_depth"),
         connect_timeout_ms=cto, io_timeout_ms=cto,
-        op_timeout_ms=ms(op_timeout, "op_timeout"))
+        op_timeout_ms=ms(op_timeout, "op_timeout"), busy_poll_us=busy_poll(busy_poll_us))
 
 
 __all__ = ["connect", "Server", "Railset", "MemoryRegion", "Completion", "READ", "WRITE",

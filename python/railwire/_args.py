@@ -36,6 +36,18 @@ def ms(seconds, what):
     return max(1, int(math.ceil(s * 1000)))
 
 
+def busy_poll(us, what="busy_poll_us"):
+    """None (the library's default, 50), or microseconds 0..1000000 (0 =
+    sleep at once) as the C option's value (0 there means the default, so
+    0 becomes -1)."""
+    if us is None:
+        return 0
+    if isinstance(us, bool) or not isinstance(us, int) or not 0 <= us <= 1000000:
+        raise InvalidArgument("%s must be None or an int of microseconds 0..1000000 (0 = sleep "
+                              "at once; got %r)" % (what, us))
+    return us if us else -1
+
+
 def per_rail(values, rails, what):
     """None, or a list of `rails` entries: rail i gets values[i mod n]."""
     if values is None:

@@ -2,7 +2,7 @@
 """railwire.Server: publish Python memory to railwire clients."""
 from . import _railwire
 from .errors import InvalidArgument
-from ._args import dialect_value, transport_value, ms, split_hostport
+from ._args import busy_poll, dialect_value, transport_value, ms, split_hostport
 
 
 class Server:
@@ -20,7 +20,10 @@ class Server:
     devices: verbs, "dev[:port]" names.  Caps: max_clients (concurrent
     sessions, default 64), max_rails (rails per client, default 8),
     max_bytes (create fails with LimitExceeded above it).  io_timeout
-    (seconds) bounds each handshake step.
+    (seconds) bounds each handshake step.  busy_poll_us (tcp): how long an
+    event-loop thread that just served requests keeps polling before it
+    sleeps (microseconds, 0 = sleep at once; None = the library's 50; the
+    loops are shared by the process's servers: the last one created sets it).
 
     Verbs note: a file mapped with mmap.ACCESS_READ is MAP_SHARED and some
     kernels refuse to register it; map with mmap.ACCESS_COPY (private).
@@ -28,7 +31,8 @@ class Server:
 
     def __init__(self, dialect, *, listen="127.0.0.1:0", layers=None, arena=None,
                  transport="auto", rail_addrs=None, max_clients=None, max_rails=None,
-                 max_bytes=None, io_timeout=None, devices=None, gid_index=None):
+                 max_bytes=None, io_timeout=None, devices=None, gid_index=None,
+                 busy_poll_us=None):
         d = dialect_value(dialect)
         host, port = split_hostport(listen, "listen")
         if layers is not None:
@@ -45,7 +49,8 @@ class Server:
             devices=None if devices is None else [str(a) for a in devices],
             max_clients=max_clients or 0, max_rails=max_rails or 0, max_bytes=max_bytes or 0,
             io_timeout_ms=0 if io_timeout is None else ms(io_timeout, "io_timeout"),
-            gid_index=-1 if gid_index is None else int(gid_index))
+            gid_index=-1 if gid_index is None else int(gid_index),
+            busy_poll_us=busy_poll(busy_poll_us))
         self.dialect = "rw" if d == _railwire.DIALECT_RW else "ro"
 
     @property

@@ -45,10 +45,10 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"host", "port", "rails", "dialect", "transport", "local_addrs",
                              "devices", "slice_size", "queue_depth", "connect_timeout_ms",
-                             "io_timeout_ms", "op_timeout_ms", NULL};
+                             "io_timeout_ms", "op_timeout_ms", "busy_poll_us", NULL};
     const char *host, *port;
     unsigned rails, queue_depth;
-    int dialect, transport, cto, ioto, opto;
+    int dialect, transport, cto, ioto, opto, busy_poll_us;
     PyObject *local = Py_None, *devs = Py_None, *keep_l = NULL, *keep_d = NULL;
     Py_ssize_t slice;
     const char *local_v[RAILWIRE_MAX_RAILS] = {0}, *dev_v[RAILWIRE_MAX_RAILS] = {0};
@@ -57,9 +57,9 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
     int rc;
 
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssIiiOOnIiii:_connect", kwlist, &host, &port, &rails,
-                                     &dialect, &transport, &local, &devs, &slice, &queue_depth,
-                                     &cto, &ioto, &opto))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssIiiOOnIiiii:_connect", kwlist, &host, &port,
+                                     &rails, &dialect, &transport, &local, &devs, &slice,
+                                     &queue_depth, &cto, &ioto, &opto, &busy_poll_us))
         return NULL;
     if (rails < 1 || rails > RAILWIRE_MAX_RAILS)
         return rwpy_raise(RAILWIRE_E_INVALID, "rails=%u: a railset has 1..%d rails", rails,
@@ -82,6 +82,7 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
     o.connect_timeout_ms = cto;
     o.io_timeout_ms = ioto;
     o.op_timeout_ms = opto;
+    o.busy_poll_us = busy_poll_us;
 
     rwpy_railset *self = PyObject_GC_New(rwpy_railset, &rwpy_railset_type);
     if (!self) {

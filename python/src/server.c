@@ -70,8 +70,8 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"dialect", "transport", "host", "port", "layers", "arena", "rail_addrs",
                              "devices", "max_clients", "max_rails", "max_bytes", "io_timeout_ms",
-                             "gid_index", NULL};
-    int dialect, transport, io_timeout, gid_index;
+                             "gid_index", "busy_poll_us", NULL};
+    int dialect, transport, io_timeout, gid_index, busy_poll_us;
     const char *host, *port;
     PyObject *layers, *arena, *rail_addrs, *devices, *keep_a = NULL, *keep_d = NULL, *seq = NULL;
     unsigned max_clients, max_rails;
@@ -83,9 +83,10 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
     int rc;
 
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iissOOOOIIKii:_server_create", kwlist, &dialect,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iissOOOOIIKiii:_server_create", kwlist, &dialect,
                                      &transport, &host, &port, &layers, &arena, &rail_addrs, &devices,
-                                     &max_clients, &max_rails, &max_bytes, &io_timeout, &gid_index))
+                                     &max_clients, &max_rails, &max_bytes, &io_timeout, &gid_index,
+                                     &busy_poll_us))
         return NULL;
     railwire_server_opts_init(&o);
     if (addr_list(rail_addrs, "rail_addrs", addr_v, &o.n_rail_addrs, &keep_a) < 0 ||
@@ -157,6 +158,7 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
     if (io_timeout > 0)
         o.io_timeout_ms = io_timeout;
     o.gid_index = gid_index;
+    o.busy_poll_us = busy_poll_us;
     railwire_server *srv = NULL;
     Py_BEGIN_ALLOW_THREADS
     rc = railwire_server_create(&o, &srv);

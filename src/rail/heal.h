@@ -45,6 +45,7 @@ struct rw_heal_cfg {
     unsigned queue_depth;
     int connect_timeout_ms;
     int io_timeout_ms;
+    int busy_poll_us;           /* railwire_railset_opts.busy_poll_us */
     int op_timeout_ms;          /* bounds the probe READ */
     unsigned n_layers;          /* RO: a heal must find the same layer count */
     int backoff_min_ms, backoff_max_ms, stable_ms;

@@ -19,6 +19,7 @@ int rw_heal_open_network(const struct rw_heal_cfg *cfg, const struct rw_heal_req
         .queue_depth = cfg->queue_depth,
         .connect_timeout_ms = cfg->connect_timeout_ms,
         .io_timeout_ms = cfg->io_timeout_ms,
+        .busy_poll_us = cfg->busy_poll_us,
     };
     (void)ctx;
     for (unsigned i = 0; i < req->n_rails && i < cfg->n_rails; i++) {

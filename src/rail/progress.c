@@ -264,8 +264,29 @@ static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
         rs->wait_tail = w->prev;
 }
 
+/* Polls pfd without sleeping for up to window_ns (never past ms), giving
+ * way to other runnable threads between polls.  Returns poll()'s result:
+ * ready fds, 0 when the window passed with none, or -1. */
+static int spin_poll(struct pollfd *pfd, nfds_t n, uint64_t window_ns, int ms)
+{
+    uint64_t now = rw_now_ns(), end;
+    if ((uint64_t)ms * 1000000u < window_ns)
+        window_ns = (uint64_t)ms * 1000000u;
+    end = now + window_ns;
+    while (now < end) {
+        int k = poll(pfd, n, 0);
+        if (k != 0)
+            return k;
+        sched_yield();
+        now = rw_now_ns();
+    }
+    return 0;
+}
+
 /* With the lock held: sleeps until a rail may have completions, at most ms
- * milliseconds, and returns with the lock held.  Returns the number of
+ * milliseconds, and returns with the lock held.  While slices are
+ * outstanding it first spins for rs->busy_poll_ns (see common/busy_poll.h),
+ * unless the last window found nothing and no transfer finished since.  Returns the number of
  * completions processed while arming. */
 static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
 {
@@ -337,14 +358,21 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
     rs_notify(rs);
     rs->poller_gen = rs->done_gen;
     rs->poller_rails_gen = rs->rails_gen;
+    uint64_t gen = rs->done_gen;
+    uint64_t spin = outstanding && n > 0 && ms > 0 && gen != rs->spin_idle_gen ? rs->busy_poll_ns : 0;
     pthread_mutex_unlock(&rs->lock);
-    if (n == 0 && ms > 0) {
+    int ready = spin ? spin_poll(pfd, n, spin, ms) : 0;
+    if (ready != 0) {
+        /* the spin found work: no sleep */
+    } else if (n == 0 && ms > 0) {
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     } else if (poll(pfd, n, ms) < 0 && errno != EINTR) {
         rw_debug("progress: poll failed: %s", strerror(errno));
     }
     pthread_mutex_lock(&rs->lock);
+    if (spin && ready == 0)
+        rs->spin_idle_gen = gen;
     rs->poller = 0;
     if (rs->kick_fd >= 0) {
         uint64_t v;

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/busy_poll.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "rail/heal.h"
@@ -251,6 +252,8 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->op_timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : RW_DEFAULT_OP_TIMEOUT_MS;
     rs->all_down_timeout_ms = o->all_down_timeout_ms > 0 ? o->all_down_timeout_ms
                                                          : rs->op_timeout_ms;
+    rs->busy_poll_ns = rw_busy_poll_ns(o->busy_poll_us);
+    rs->spin_idle_gen = UINT64_MAX;
     rs->max_tries = o->max_slice_tries; /* rw_heal_enable sets the healing default */
     rs->next_handle = 1;
     size_t slice = o->slice_size ? o->slice_size : RW_DEFAULT_SLICE_SIZE;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/busy_poll.h"
 #include "common/log.h"
 #include "rail/heal.h"
 #include "rail/railset_internal.h"
@@ -47,6 +48,7 @@ static int heal_cfg(struct rw_heal_cfg *c, const struct rw_transport_ops *ops, c
     c->queue_depth = o->queue_depth;
     c->connect_timeout_ms = o->connect_timeout_ms;
     c->io_timeout_ms = o->io_timeout_ms;
+    c->busy_poll_us = o->busy_poll_us;
     c->op_timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : RW_DEFAULT_OP_TIMEOUT_MS;
     c->n_layers = n_layers;
     c->backoff_min_ms = o->heal_backoff_min_ms;
@@ -78,6 +80,12 @@ static int check_opts(const char *host, const char *port, const railwire_railset
         rw_err("connect: heal must be 0 or 1 and the heal/all-down times >= 0");
         return RAILWIRE_E_INVALID;
     }
+    if (!rw_busy_poll_valid(o->busy_poll_us)) {
+        rw_err("connect: busy_poll_us %d is above %d (one second); use 0 for the default "
+               "(%d us) or -1 to sleep at once", o->busy_poll_us, RW_MAX_BUSY_POLL_US,
+               RW_DEFAULT_BUSY_POLL_US);
+        return RAILWIRE_E_INVALID;
+    }
     return 0;
 }
 
@@ -102,6 +110,7 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
         .queue_depth = o->queue_depth,
         .connect_timeout_ms = o->connect_timeout_ms,
         .io_timeout_ms = o->io_timeout_ms,
+        .busy_poll_us = o->busy_poll_us,
     };
     rc = rw_transport_select(o->transport, &sp.ops);
     if (rc < 0)

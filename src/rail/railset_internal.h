@@ -152,6 +152,9 @@ struct railwire_railset {
     unsigned n_layers;        /* RO: layers per rail; RW: 1 */
     size_t slice_size;        /* effective (<= every rail's max_msg) */
     int op_timeout_ms;
+    uint64_t busy_poll_ns;    /* the poller's spin window before poll() sleeps, 0 = none */
+    uint64_t spin_idle_gen;   /* done_gen when a spin window last found nothing: no new
+                                 window opens until a transfer finishes */
     unsigned max_tries;       /* posts per slice before its transfer fails, 0 = unbounded */
     struct rw_rsess *sessions; /* every session a rail belongs to */
     unsigned next_sess_id;

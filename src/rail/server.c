@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/busy_poll.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "rail/device_spec.h"
@@ -39,6 +40,12 @@ void railwire_server_opts_init(railwire_server_opts *o)
 static int check_opts(const railwire_server_opts *o)
 {
     uint64_t total = 0;
+    if (!rw_busy_poll_valid(o->busy_poll_us)) {
+        rw_err("server: busy_poll_us %d is above %d (one second); use 0 for the default "
+               "(%d us) or -1 to sleep at once", o->busy_poll_us, RW_MAX_BUSY_POLL_US,
+               RW_DEFAULT_BUSY_POLL_US);
+        return RAILWIRE_E_INVALID;
+    }
     if (o->dialect == RAILWIRE_DIALECT_RO) {
         if (!o->layers || o->n_layers == 0 || o->n_layers > RW_MAX_LAYERS) {
             rw_err("server: the RO dialect needs 1..%d layers (got %u)", RW_MAX_LAYERS,
@@ -125,7 +132,8 @@ static int open_domain(void *arg, unsigned i)
     const railwire_server_opts *o = cx->o;
     struct rw_srv_domain *d = &srv->doms[i];
     struct rw_domain_cfg dc = {.role = RW_ROLE_SERVER, .gid_index = o->gid_index,
-                               .mtu_cap = o->mtu, .io_timeout_ms = o->io_timeout_ms};
+                               .mtu_cap = o->mtu, .io_timeout_ms = o->io_timeout_ms,
+                               .busy_poll_us = o->busy_poll_us};
     struct rw_domain_place place;
     /* i runs over the domains of the transport in use (n_rail_addrs for
      * tcp, n_devices for verbs): the other list may be shorter. */

@@ -33,6 +33,7 @@ struct rw_session_spec {
     unsigned queue_depth;                 /* 0 = RW_DEFAULT_QUEUE_DEPTH */
     int connect_timeout_ms;
     int io_timeout_ms;
+    int busy_poll_us;                     /* the rails' receive spin (rw_ep_cfg.busy_poll_us) */
 };
 
 /* An opened session.  Everything is owned by whoever holds it; release

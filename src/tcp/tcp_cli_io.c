@@ -281,15 +281,24 @@ static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **w
     uint64_t idx;
     int rc, st, wake;
 
+    /* Spin only for answers to requests in flight, and not again after an
+     * I/O timeout (the server is silent: sleep until it speaks). */
+    uint64_t spin = ep->busy_poll_ns;
+
     for (;;) {
-        if (ep->need_verdict)
+        rx->spin_ns = 0;
+        if (ep->need_verdict) {
             rc = rw_tcp_rx_need(rx, 1, 1);
-        else if (rw_tcp_rx_avail(rx) >= RW_TCP_RESP_SIZE)
+        } else if (rw_tcp_rx_avail(rx) >= RW_TCP_RESP_SIZE) {
             rc = 0;
-        else
-            rc = rw_tcp_rx_need(rx, RW_TCP_RESP_SIZE, rx_want(ep));
+        } else {
+            size_t want = rx_want(ep);
+            rx->spin_ns = want ? spin : 0;
+            rc = rw_tcp_rx_need(rx, RW_TCP_RESP_SIZE, want);
+        }
         if (rc != RAILWIRE_E_TIMEOUT || rw_tcp_rx_avail(rx))
             break;
+        spin = 0;
         /* No byte for io_timeout.  Fine when nothing is awaited, or while the
          * sender is still pushing requests (its own timeout watches that). */
         pthread_mutex_lock(&ep->lock);
@@ -373,6 +382,7 @@ static void *rx_main(void *arg)
     if (rx) {
         rx->fd = ep->fd;
         rx->off = rx->len = 0;
+        rx->spin_ns = 0;
         while (!(rc = rx_one(ep, rx, &what)))
             ;
     }

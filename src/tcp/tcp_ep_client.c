@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/busy_poll.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "tcp/tcp_addr.h"
@@ -42,6 +43,7 @@ int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
     ep->io_timeout_ms = d->io_timeout_ms;
     ep->depth = depth;
     ep->lazy_verdict = cfg->lazy_verdict;
+    ep->busy_poll_ns = rw_busy_poll_ns(cfg->busy_poll_us);
     ep->mask = ring - 1;
     ep->fd = -1;
     ep->state = RW_TCP_CLI_NEW;

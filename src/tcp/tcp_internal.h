@@ -177,6 +177,7 @@ struct rw_tcp_cli_ep {
     int io_timeout_ms;
     int evfd;                       /* wait fd: signalled when a completion is queued */
     int lazy_verdict;               /* cfg->lazy_verdict */
+    uint64_t busy_poll_ns;          /* the receiver's spin window (cfg->busy_poll_us) */
     int need_verdict;               /* the receiver reads the verdict first */
 
     pthread_mutex_t lock;

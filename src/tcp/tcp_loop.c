@@ -2,10 +2,14 @@
 /* The pool of event-loop threads (see tcp_loop.h).  Each loop waits in
  * epoll_wait for its sockets, its eventfd (commands), the next tick of a
  * connection waiting on its queue cap or the budget, and the timeout scan;
- * then runs each connection that has work, for at most one quantum. */
+ * then runs each connection that has work, for at most one quantum.  A loop
+ * that just ran a connection first polls for a short window before it
+ * sleeps (common/busy_poll.h): an active client's next request is then
+ * taken without a wake-up. */
 #include "tcp/tcp_loop.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/busy_poll.h"
 #include "common/log.h"
 #include "common/time.h"
 
@@ -24,6 +29,12 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned pool_refs, pool_n;
 static struct rw_tcp_loop *pool;
 static _Atomic unsigned pool_rr;
+static _Atomic uint64_t pool_spin_ns = RW_DEFAULT_BUSY_POLL_US * 1000u;
+
+void rw_tcp_pool_busy_poll(int us)
+{
+    atomic_store_explicit(&pool_spin_ns, rw_busy_poll_ns(us), memory_order_relaxed);
+}
 
 static void wake(struct rw_tcp_loop *l)
 {
@@ -212,6 +223,29 @@ static void run_ticks(struct rw_tcp_loop *l, int64_t now)
     }
 }
 
+/* Polls the loop's sockets without sleeping for up to window_ns (never
+ * past timeout_ms, the next timer), giving way to other runnable threads
+ * between polls.  Returns epoll_wait's result: events, 0 when the window
+ * passed with none, or -1. */
+static int spin_wait(struct rw_tcp_loop *l, struct epoll_event *ev, uint64_t window_ns,
+                     int timeout_ms)
+{
+    uint64_t now = rw_now_ns(), end;
+    int n;
+
+    if (timeout_ms >= 0 && (uint64_t)timeout_ms * 1000000u < window_ns)
+        window_ns = (uint64_t)timeout_ms * 1000000u;
+    end = now + window_ns;
+    while (now < end) {
+        n = epoll_wait(l->epfd, ev, EVENTS, 0);
+        if (n != 0)
+            return n;
+        sched_yield();
+        now = rw_now_ns();
+    }
+    return 0;
+}
+
 static void *loop_main(void *arg)
 {
     struct rw_tcp_loop *l = arg;
@@ -220,11 +254,19 @@ static void *loop_main(void *arg)
 
     snprintf(name, sizeof(name), "rw-tcp-loop%u", l->id);
     pthread_setname_np(pthread_self(), name);
+    int served = 0; /* the last wait returned a connection's event */
+
     l->next_scan_ms = rw_now_ms() + SCAN_MS;
     for (;;) {
-        int n = epoll_wait(l->epfd, ev, EVENTS, next_timeout(l, rw_now_ms()));
+        int timeout = next_timeout(l, rw_now_ms());
+        uint64_t spin = served ? atomic_load_explicit(&pool_spin_ns, memory_order_relaxed) : 0;
+        int n = spin && timeout != 0 ? spin_wait(l, ev, spin, timeout) : 0;
         int cmd = 0;
         int64_t now;
+
+        if (n == 0)
+            n = epoll_wait(l->epfd, ev, EVENTS, timeout);
+        served = 0;
 
         if (n < 0) {
             if (errno != EINTR)
@@ -233,10 +275,12 @@ static void *loop_main(void *arg)
         }
         for (int i = 0; i < n; i++) {
             struct rw_tcp_conn *c = ev[i].data.ptr;
-            if (!c)
+            if (!c) {
                 cmd = 1;
-            else if (c->state != RW_TCP_C_CLOSED)
+            } else if (c->state != RW_TCP_C_CLOSED) {
+                served = 1;
                 rw_tcp_conn_run(c);
+            }
         }
         if (cmd && do_commands(l))
             break;

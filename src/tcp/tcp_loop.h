@@ -48,6 +48,9 @@ void rw_tcp_pool_release(void);
 /* Sets how many loop threads the pool starts with next time it starts
  * (1..64; 0 = min(cores, RW_TCP_LOOPS_MAX)).  For tests and benchmarks. */
 void rw_tcp_pool_configure(unsigned n);
+/* Sets the loops' spin window after served work (rw_domain_cfg.busy_poll_us:
+ * 0 = default, negative = none); takes effect at once. */
+void rw_tcp_pool_busy_poll(int us);
 /* Number of loop threads running (0 when the pool is stopped). */
 unsigned rw_tcp_pool_threads(void);
 

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -266,14 +267,20 @@ int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want)
     memmove(rx->buf, rx->buf + rx->off, a);
     rx->off = 0;
     rx->len = a;
+    uint64_t spin_end = rx->spin_ns ? rw_now_ns() + rx->spin_ns : 0;
     while (rw_tcp_rx_avail(rx) < n) {
-        ssize_t k = recv(rx->fd, rx->buf + rx->len, want - rx->len, 0);
+        int flags = spin_end && rw_now_ns() < spin_end ? MSG_DONTWAIT : 0;
+        ssize_t k = recv(rx->fd, rx->buf + rx->len, want - rx->len, flags);
         if (k > 0) {
             rx->len += (size_t)k;
             continue;
         }
         if (k < 0 && errno == EINTR)
             continue;
+        if (k < 0 && flags && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            sched_yield();
+            continue;
+        }
         return recv_err(k, rw_tcp_rx_avail(rx) > 0);
     }
     return 0;

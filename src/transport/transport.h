@@ -68,6 +68,11 @@ struct rw_domain_cfg {
      * rw_ep_cfg.same_session) may have queued; 0 = 16 MiB.  Process-wide,
      * set like tcp_queue_budget. */
     uint64_t tcp_session_share;
+    /* tcp server: how long an event-loop thread that just served requests
+     * keeps polling its sockets before it sleeps, in microseconds (see
+     * common/busy_poll.h): 0 = default, negative = none.  Process-wide:
+     * the last server domain_open sets it. */
+    int busy_poll_us;
 };
 
 /* Generic part of a domain.  The transport fills every field. */
@@ -117,6 +122,10 @@ struct rw_ep_cfg {
      * named ep must outlive nothing: each ep holds its own reference to the
      * session's share.  verbs ignores it. */
     struct rw_ep *same_session;
+    /* tcp client side: the receive thread's spin window while requests are
+     * outstanding, in microseconds (see common/busy_poll.h): 0 = default,
+     * negative = none.  verbs ignores it (its waits are the railset's). */
+    int busy_poll_us;
 };
 
 /* Generic part of an endpoint. */

@@ -173,3 +173,19 @@ def test_ro_layers_of_every_kind(tmp_path):
             assert bytes(dst) == want, "layer %d differs" % i
             mr.close()
     fmap.close()  # the server released its export at close
+
+
+@pytest.mark.parametrize("busy_poll_us", [0, None, 20000])
+def test_busy_poll_setting_round_trips(busy_poll_us, arena):
+    """busy_poll_us=0 (sleep at once), the default and a long window all
+    move the same bytes, on the client and on the server."""
+    with railwire.Server("rw", arena=arena, transport="tcp", busy_poll_us=busy_poll_us) as srv:
+        with railwire.connect(*srv.address, dialect="rw", transport="tcp",
+                              busy_poll_us=busy_poll_us) as rs:
+            data = payload(64 * 1024, 11)
+            src = rs.register(bytearray(data))
+            dst = rs.register(bytearray(len(data)))
+            rs.write(src, 0, len(data), 4096)
+            rs.read(dst, 0, len(data), 4096)
+            assert bytes(dst.obj) == data
+            assert bytes(arena[4096:4096 + len(data)]) == data

@@ -76,6 +76,16 @@ bad:
     return -1;
 }
 
+int tool_parse_busy_poll(const char *s, const char *what, int *out)
+{
+    unsigned long v;
+
+    if (tool_parse_uint(s, what, 0, 1000000, &v) < 0)
+        return -1;
+    *out = v ? (int)v : -1;
+    return 0;
+}
+
 int tool_parse_hostport(const char *s, const char *what, char *host, size_t hostcap,
                         char *port, size_t portcap)
 {

@@ -19,6 +19,12 @@ int tool_parse_size(const char *s, const char *what, int allow_zero, uint64_t *o
 int tool_parse_uint(const char *s, const char *what, unsigned long lo, unsigned long hi,
                     unsigned long *out);
 
+/* Parses a --busy-poll-us value: microseconds 0..1000000, where 0 means
+ * sleep at once.  Sets *out to the library's option value (0 becomes -1,
+ * since the library reads 0 as its default).  Returns 0 or -1 with a
+ * message naming `what`. */
+int tool_parse_busy_poll(const char *s, const char *what, int *out);
+
 /* Splits "HOST:PORT" or "[V6]:PORT" into host and port (copied into the
  * caller's buffers).  The port must be numeric 0..65535, and the host must
  * resolve (getaddrinfo).  Returns 0 or -1 with a message on stderr. */

@@ -73,6 +73,10 @@ static const char bench_usage[] =
     "                         replaced by a rail of a new session to the server)\n"
     "  --all-down-timeout MS  with healing: how long transfers wait while no rail\n"
     "                         is live before failing (default: the op timeout)\n"
+    "  --busy-poll-us US      how long a thread waiting for completions keeps\n"
+    "                         polling before it sleeps, while transfers are in\n"
+    "                         flight (0..1000000, 0 = sleep at once; default: the\n"
+    "                         library's, 50); with --loopback also the server's\n"
     "  --json                 print one JSON object on stdout instead of the table\n"
     "  --plot FILE.png        also draw the results (with -a: the sweep) with gnuplot\n"
     "  --metrics-dump         after the run, print the railset's metrics on stdout\n"
@@ -97,6 +101,7 @@ struct bench_opts {
     uint64_t size, iters, span, slice;
     double seconds;
     int connect_timeout, io_timeout, op_timeout, all_down_timeout, no_heal;
+    int busy_poll_us;          /* library value: 0 = default, -1 = never */
     const char *local[RAILWIRE_MAX_RAILS * 4];
     unsigned n_local;
     const char *dev[RAILWIRE_MAX_RAILS * 4];
@@ -107,7 +112,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
 {
     enum { O_CONNECT = 256, O_LOOPBACK, O_DIALECT, O_RAILS, O_READ, O_WRITE, O_VERIFY, O_SPAN,
            O_LAYERS, O_SLICE, O_RAIL_DEPTH, O_TRANSPORT, O_LOCAL, O_DEVICE, O_CTIMEOUT, O_OTIMEOUT,
-           O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN, O_IOTIMEOUT, O_METRICS_DUMP };
+           O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN, O_IOTIMEOUT, O_METRICS_DUMP,
+           O_BUSY_POLL };
     static const struct option longopts[] = {
         {"connect", required_argument, NULL, O_CONNECT},
         {"loopback", no_argument, NULL, O_LOOPBACK},
@@ -135,6 +141,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"metrics-dump", no_argument, NULL, O_METRICS_DUMP},
         {"no-heal", no_argument, NULL, O_NO_HEAL},
         {"all-down-timeout", required_argument, NULL, O_ALL_DOWN},
+        {"busy-poll-us", required_argument, NULL, O_BUSY_POLL},
         {"plot", required_argument, NULL, 'P'},
         {"quiet", no_argument, NULL, O_QUIET},
         {"verbose", no_argument, NULL, 'v'},
@@ -254,6 +261,10 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         case O_JSON: b->json = 1; break;
         case O_METRICS_DUMP: b->metrics_dump = 1; break;
         case O_NO_HEAL: b->no_heal = 1; break;
+        case O_BUSY_POLL:
+            if (tool_parse_busy_poll(optarg, "--busy-poll-us", &b->busy_poll_us) < 0)
+                return -1;
+            break;
         case O_IOTIMEOUT:
             if (tool_parse_uint(optarg, "--io-timeout", 1, 3600000, &v) < 0)
                 return -1;
@@ -397,7 +408,8 @@ int cmd_bench(int argc, char **argv)
             if (per_layer < max_size)
                 per_layer = max_size;
         }
-        if (bench_loopback_start(&lb, b.dialect, b.transport, n_layers, (size_t)per_layer) < 0)
+        if (bench_loopback_start(&lb, b.dialect, b.transport, n_layers, (size_t)per_layer,
+                                 b.busy_poll_us) < 0)
             goto out;
         snprintf(b.host, sizeof(b.host), "127.0.0.1");
         snprintf(b.port, sizeof(b.port), "%u", lb.port);
@@ -431,6 +443,7 @@ int cmd_bench(int argc, char **argv)
         o.heal = 0;
     if (b.all_down_timeout)
         o.all_down_timeout_ms = b.all_down_timeout;
+    o.busy_poll_us = b.busy_poll_us;
 
     t0 = tool_now_ns();
     rc = railwire_railset_connect(b.host, b.port, &o, &rs);

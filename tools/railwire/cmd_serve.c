@@ -83,6 +83,11 @@ static const char serve_usage[] =
     "                         every metric is in docs/metrics.md).  verbs READ and\n"
     "                         WRITE never reach the server's CPU: no byte counters\n"
     "                         there\n"
+    "  --busy-poll-us US      tcp: how long an event-loop thread that just served\n"
+    "                         requests keeps polling before it sleeps, so an\n"
+    "                         active client's next request is not delayed by a\n"
+    "                         wake-up (0..1000000, 0 = sleep at once; default 50;\n"
+    "                         an idle server sleeps)\n"
     "  -v, --verbose          debug logging (RAILWIRE_LOG=... also works)\n"
     "  -h, --help             this text\n"
     "\n"
@@ -143,7 +148,7 @@ int cmd_serve(int argc, char **argv)
 {
     enum { O_DIALECT = 256, O_LISTEN, O_LAYER, O_ARENA, O_FILL, O_RAIL_ADDR, O_TRANSPORT,
            O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT, O_LINGER,
-           O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW, O_METRICS };
+           O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW, O_METRICS, O_BUSY_POLL };
     static const struct option longopts[] = {
         {"dialect", required_argument, NULL, O_DIALECT},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -164,6 +169,7 @@ int cmd_serve(int argc, char **argv)
         {"first-byte-timeout", required_argument, NULL, O_FIRST_BYTE},
         {"allow", required_argument, NULL, O_ALLOW},
         {"metrics", required_argument, NULL, O_METRICS},
+        {"busy-poll-us", required_argument, NULL, O_BUSY_POLL},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -299,6 +305,10 @@ int cmd_serve(int argc, char **argv)
             if (tool_parse_uint(optarg, "--first-byte-timeout", 1, 3600000, &v) < 0)
                 return 2;
             o.first_byte_timeout_ms = (int)v;
+            break;
+        case O_BUSY_POLL:
+            if (tool_parse_busy_poll(optarg, "--busy-poll-us", &o.busy_poll_us) < 0)
+                return 2;
             break;
         case O_ALLOW:
             if (n_allow == SERVE_MAX_ALLOW) {

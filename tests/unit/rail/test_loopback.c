@@ -579,3 +579,21 @@ Test(loopback, ro_stays_at_8_rails)
     railwire_railset_close(rs);
     srv_stop(&v);
 }
+
+Test(loopback, busy_poll_over_one_second_is_refused_and_off_still_transfers)
+{
+    struct srv v;
+    srv_start(&v, RAILWIRE_DIALECT_RO, 1, 4 * MIB, "127.0.0.1", NULL);
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.transport = RAILWIRE_TRANSPORT_TCP;
+    o.busy_poll_us = 1000001;
+    railwire_railset *rs = NULL;
+    cr_assert_eq(railwire_railset_connect("127.0.0.1", v.port, &o, &rs), RAILWIRE_E_INVALID);
+    cr_assert_null(rs);
+    o.busy_poll_us = -1;
+    cr_assert_eq(railwire_railset_connect("127.0.0.1", v.port, &o, &rs), 0);
+    ro_reads(rs, &v, 7, 64, 64 * 1024);
+    railwire_railset_close(rs);
+    srv_stop(&v);
+}

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mock_world.h"
 
@@ -166,4 +167,66 @@ Test(progress, stats_count_bytes_and_ops_per_rail)
     cr_assert_eq(railwire_railset_rail_count(w.rs), 2);
     cr_assert_eq(railwire_railset_layer_count(w.rs), 1);
     free(buf);
+}
+
+/* CPU time of the calling thread, in ns. */
+static uint64_t self_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+Test(progress, a_stalled_rail_gets_one_spin_window_not_one_per_wakeup)
+{
+    /* With a slice stalled on a full rail and another pending behind it,
+     * railwire_wait wakes every millisecond to retry the pending one; a
+     * window reopened at each wake-up would keep the waiter on the CPU for
+     * the whole second, one window takes 20 ms of it. */
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.op_timeout_ms = 60000;
+    o.busy_poll_us = 20000;
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 64 * KIB, NULL, &o), 0);
+    uint8_t buf[8192];
+    railwire_mr *mr = reg(buf, sizeof(buf));
+    mock_ep_blackhole(w.ep[0], 1);
+    mock_ep_set_depth(w.ep[0], 1);
+    for (int i = 0; i < 2; i++) {
+        railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf + i * 4096,
+                          .length = 4096, .remote_offset = (uint64_t)i * 4096};
+        railwire_handle h;
+        cr_assert_eq(railwire_submit(w.rs, &op, &h), 0);
+    }
+    cr_assert_not_null(w.rs->pending.head, "the second transfer waits for room on the rail");
+    railwire_completion c;
+    uint64_t t0 = self_cpu_ns();
+    cr_assert_eq(railwire_wait(w.rs, &c, 1, 1000), RAILWIRE_E_TIMEOUT);
+    uint64_t used = self_cpu_ns() - t0;
+    cr_assert_lt(used, 200ull * 1000000ull,
+                 "waiting 1 s on a stalled rail took %llu ms of CPU (window 20 ms)",
+                 (unsigned long long)(used / 1000000));
+    /* Once the rail moves again both transfers complete. */
+    mock_ep_blackhole(w.ep[0], 0);
+    for (int got = 0; got < 2; got++) {
+        cr_assert_eq(railwire_wait(w.rs, &c, 1, 20000), 1);
+        cr_assert_eq(c.status, 0);
+    }
+    cr_assert_eq(memcmp(buf, w.layer[0], 8192), 0);
+}
+
+Test(progress, busy_poll_defaults_to_50_us_and_minus_one_turns_it_off)
+{
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 64 * KIB, NULL, NULL), 0);
+    cr_assert_eq(w.rs->busy_poll_ns, 50000, "the default window is 50 us");
+    mock_world_fini(&w);
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.busy_poll_us = -1;
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 64 * KIB, NULL, &o), 0);
+    cr_assert_eq(w.rs->busy_poll_ns, 0, "-1: the waiter sleeps at once");
+    uint8_t buf[4096];
+    railwire_mr *mr = reg(buf, sizeof(buf));
+    cr_assert_eq(railwire_read(w.rs, mr, buf, sizeof(buf), 0, 0, 20000), 0);
+    cr_assert_eq(memcmp(buf, w.layer[0], 4096), 0);
 }

@@ -93,6 +93,9 @@ Test(server, invalid_options_are_refused)
     o.max_clients = 0;
     cr_assert_eq(railwire_server_create(&o, &s), RAILWIRE_E_INVALID);
     o.max_clients = 1;
+    o.busy_poll_us = 1000001;
+    cr_assert_eq(railwire_server_create(&o, &s), RAILWIRE_E_INVALID, "busy poll over one second");
+    o.busy_poll_us = -1;
     o.listen_host = "127.0.0.1";
     cr_assert_eq(railwire_server_create(&o, &s), 0);
     cr_assert_gt(railwire_server_port(s), 0);
