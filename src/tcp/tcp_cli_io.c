@@ -251,14 +251,18 @@ to_thread:
  * requests outstanding, in order, up to and including the header of the
  * first READ answer whose payload is big (that payload then goes straight
  * to its buffer).  A refused access answers shorter: the surplus is just
- * staged for the answers after it. */
-static size_t rx_want(struct rw_tcp_cli_ep *ep)
+ * staged for the answers after it.  *small is set when an answer is awaited
+ * and the oldest one is small (no payload, or one of at most RX_SMALL): the
+ * receiver spins only for those (spinning on recv while a big payload
+ * streams in halved READ 64 KiB on loopback). */
+static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
 {
     size_t want = 0;
     uint64_t i, end;
 
     pthread_mutex_lock(&ep->lock);
     end = ep->posted;
+    *small = 0;
     for (i = ep->answered; i < end && want < RW_TCP_RX_STAGE; i++) {
         const struct rw_wr *w = &ep->ring[i & ep->mask].wr;
         want += RW_TCP_RESP_SIZE;
@@ -267,6 +271,8 @@ static size_t rx_want(struct rw_tcp_cli_ep *ep)
                 break;
             want += w->length;
         }
+        if (i == ep->answered)
+            *small = 1;
     }
     pthread_mutex_unlock(&ep->lock);
     return want;
@@ -281,8 +287,9 @@ static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **w
     uint64_t idx;
     int rc, st, wake;
 
-    /* Spin only for answers to requests in flight, and not again after an
-     * I/O timeout (the server is silent: sleep until it speaks). */
+    /* Spin only for small answers to requests in flight (see rx_want), and
+     * not again after an I/O timeout (the server is silent: sleep until it
+     * speaks). */
     uint64_t spin = ep->busy_poll_ns;
 
     for (;;) {
@@ -292,8 +299,9 @@ static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **w
         } else if (rw_tcp_rx_avail(rx) >= RW_TCP_RESP_SIZE) {
             rc = 0;
         } else {
-            size_t want = rx_want(ep);
-            rx->spin_ns = want ? spin : 0;
+            int small;
+            size_t want = rx_want(ep, &small);
+            rx->spin_ns = small ? spin : 0;
             rc = rw_tcp_rx_need(rx, RW_TCP_RESP_SIZE, want);
         }
         if (rc != RAILWIRE_E_TIMEOUT || rw_tcp_rx_avail(rx))
