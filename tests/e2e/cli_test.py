@@ -372,9 +372,23 @@ def test_bench_usage_errors():
     for args in (["--rails", "9", "--loopback"], ["--rails", "256", "--loopback", "--dialect", "rw"],
                  ["--read", "--write", "--loopback"], [],
                  ["--loopback", "--connect", "127.0.0.1:1"], ["--loopback", "-s", "0"],
-                 ["--loopback", "-s", "12X"], ["--connect", "nohost"], ["--loopback", "-D", "-1"]):
+                 ["--loopback", "-s", "12X"], ["--connect", "nohost"], ["--loopback", "-D", "-1"],
+                 ["--loopback", "--busy-poll-us", "1000001"], ["--loopback", "--busy-poll-us", "-5"]):
         rc, out, err = run([RW, "bench"] + args, timeout=20)
         check(rc == 2 and "error" in err, "bench %s: exit %d: %s" % (args, rc, err))
+
+
+def test_bench_and_serve_take_busy_poll_us():
+    # 0 (sleep at once) and a long window both move and verify every byte
+    for us in ("0", "20000"):
+        rc, out, err = run([RW, "bench", "--loopback", "--transport", "tcp", "-s", "4K", "-q", "32",
+                            "-n", "2000", "--verify", "--busy-poll-us", us, "--json"], timeout=60)
+        check(rc == 0, "bench --busy-poll-us %s: exit %d: %s" % (us, rc, err))
+        j = json.loads(out)
+        check(j["verify"] == "ok" and j["results"][0]["transfers"] == 2000, j)
+    rc, out, err = run([RW, "serve", "--dialect", "rw", "--arena", "1M", "--busy-poll-us", "x"],
+                       timeout=20)
+    check(rc == 2 and "--busy-poll-us" in err, "serve --busy-poll-us x: exit %d: %s" % (rc, err))
 
 
 def test_bench_connect_refused_is_reported():
