@@ -286,8 +286,8 @@ static int spin_poll(struct pollfd *pfd, nfds_t n, uint64_t window_ns, int ms)
 /* With the lock held: sleeps until a rail may have completions, at most ms
  * milliseconds, and returns with the lock held.  While slices are
  * outstanding it first spins for rs->busy_poll_ns (see common/busy_poll.h),
- * unless the last window found nothing and no transfer finished since.  Returns the number of
- * completions processed while arming. */
+ * unless the last window found nothing and no transfer finished since.
+ * Returns the number of completions processed while arming. */
 static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
 {
     if (rs->poller) {
@@ -359,7 +359,8 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
     rs->poller_gen = rs->done_gen;
     rs->poller_rails_gen = rs->rails_gen;
     uint64_t gen = rs->done_gen;
-    uint64_t spin = outstanding && n > 0 && ms > 0 && gen != rs->spin_idle_gen ? rs->busy_poll_ns : 0;
+    uint64_t spin =
+        outstanding && n > 0 && ms > 0 && gen != rs->spin_idle_gen ? rs->busy_poll_ns : 0;
     pthread_mutex_unlock(&rs->lock);
     int ready = spin ? spin_poll(pfd, n, spin, ms) : 0;
     if (ready != 0) {
