@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Small transfers on tcp: railwire READ and WRITE of 4 KiB and 64 KiB at
-# depth 64 (1 rail, `railwire bench --loopback`), in transfers/s, against two
+# depth 64 (1 rail, or RAILS, `railwire bench --loopback`), in transfers/s, against two
 # references measured in the same run, round after round:
 #   - bench/rr_ref.c: a minimal pipelined request/response over one loopback
 #     socket (32-byte request -> payload answer; a write sends its payload
@@ -13,11 +13,13 @@
 #
 #   bash bench/small.sh                  # 3 rounds of 2 s per measurement
 #   ROUNDS=5 SECS=3 bash bench/small.sh
+#   RAILS=2 bash bench/small.sh          # railwire on 2 rails (the references keep one socket)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rounds="${ROUNDS:-3}"
 secs="${SECS:-2}"
 depth="${DEPTH:-64}"
+rails="${RAILS:-1}"
 sizes="${SIZES:-4K 64K}"
 bench_need jq:jq ucx-utils:ucx_perftest
 bench_build_all
@@ -25,7 +27,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 echo "== machine: $(nproc) CPU(s), $(uname -sr), load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== small transfers on tcp, depth $depth, $rounds round(s) of $secs s per measurement"
+echo "== small transfers on tcp, depth $depth, railwire on $rails rail(s), $rounds round(s) of $secs s per measurement"
 for ((k = 1; k <= rounds; k++)); do
   for op in read write; do
     uop=get; [ $op = write ] && uop=put
@@ -33,7 +35,7 @@ for ((k = 1; k <= rounds; k++)); do
       key="$op.$s"
       read -r rr _ < <(rr_run "$op" "$s" "$depth" "$secs") || true
       rr=${rr:-nan}
-      read -r rw _ < <(rw_run 1 "$op" "$s" "$depth" "$secs") || true
+      read -r rw _ < <(rw_run "$rails" "$op" "$s" "$depth" "$secs") || true
       rw=${rw:-nan}
       read -r ux _ < <(ucx_run "$uop" "$s" "$depth" "$secs") || true
       ux=${ux:-nan}
