@@ -9,7 +9,13 @@
 #ifndef RW_COMMON_BUSY_POLL_H
 #define RW_COMMON_BUSY_POLL_H
 
+#include <sched.h>
 #include <stdint.h>
+
+#include <railwire/error.h>
+
+#include "common/log.h"
+#include "common/time.h"
 
 /* The window when an option says 0 (the default): Linux's recommended
  * net.core.busy_poll value. */
@@ -26,11 +32,39 @@ static inline uint64_t rw_busy_poll_ns(int us)
     return (uint64_t)(us ? us : RW_DEFAULT_BUSY_POLL_US) * 1000u;
 }
 
-/* Returns 1 when an option value is acceptable (-1..RW_MAX_BUSY_POLL_US;
- * every negative value means never). */
-static inline int rw_busy_poll_valid(int us)
+/* Checks an option value (every negative value means never; at most
+ * RW_MAX_BUSY_POLL_US).  Returns 0, or RAILWIRE_E_INVALID with a message
+ * that starts with `who` ("connect", "server"). */
+static inline int rw_busy_poll_check(const char *who, int us)
 {
-    return us <= RW_MAX_BUSY_POLL_US;
+    if (us <= RW_MAX_BUSY_POLL_US)
+        return 0;
+    rw_err("%s: busy_poll_us %d is above %d (one second); use 0 for the default (%d us) or -1 "
+           "to sleep at once", who, us, RW_MAX_BUSY_POLL_US, RW_DEFAULT_BUSY_POLL_US);
+    return RAILWIRE_E_INVALID;
+}
+
+/* Calls attempt(arg) until it returns non-zero or window_ns has passed (at
+ * most timeout_ms when that is >= 0), giving way to other runnable threads
+ * between attempts.  Returns the last result: 0 when the window passed with
+ * nothing. */
+static inline int rw_busy_poll_run(int (*attempt)(void *), void *arg, uint64_t window_ns,
+                                   int timeout_ms)
+{
+    uint64_t now = rw_now_ns(), end;
+    int r;
+
+    if (timeout_ms >= 0 && (uint64_t)timeout_ms * 1000000u < window_ns)
+        window_ns = (uint64_t)timeout_ms * 1000000u;
+    end = now + window_ns;
+    while (now < end) {
+        r = attempt(arg);
+        if (r != 0)
+            return r;
+        sched_yield();
+        now = rw_now_ns();
+    }
+    return 0;
 }
 
 #endif

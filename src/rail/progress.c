@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/busy_poll.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "rail/heal.h"
@@ -264,23 +265,17 @@ static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
         rs->wait_tail = w->prev;
 }
 
-/* Polls pfd without sleeping for up to window_ns (never past ms), giving
- * way to other runnable threads between polls.  Returns poll()'s result:
- * ready fds, 0 when the window passed with none, or -1. */
-static int spin_poll(struct pollfd *pfd, nfds_t n, uint64_t window_ns, int ms)
+/* The poll set of a sleep_on_rails spin (rw_busy_poll_run). */
+struct spin_set {
+    struct pollfd *pfd;
+    nfds_t n;
+};
+
+/* One non-blocking look at the poll set: poll()'s result. */
+static int spin_poll_once(void *arg)
 {
-    uint64_t now = rw_now_ns(), end;
-    if ((uint64_t)ms * 1000000u < window_ns)
-        window_ns = (uint64_t)ms * 1000000u;
-    end = now + window_ns;
-    while (now < end) {
-        int k = poll(pfd, n, 0);
-        if (k != 0)
-            return k;
-        sched_yield();
-        now = rw_now_ns();
-    }
-    return 0;
+    struct spin_set *s = arg;
+    return poll(s->pfd, s->n, 0);
 }
 
 /* With the lock held: sleeps until a rail may have completions, at most ms
@@ -362,7 +357,8 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
     uint64_t spin =
         outstanding && n > 0 && ms > 0 && gen != rs->spin_idle_gen ? rs->busy_poll_ns : 0;
     pthread_mutex_unlock(&rs->lock);
-    int ready = spin ? spin_poll(pfd, n, spin, ms) : 0;
+    struct spin_set set = {pfd, n};
+    int ready = spin ? rw_busy_poll_run(spin_poll_once, &set, spin, ms) : 0;
     if (ready != 0) {
         /* the spin found work: no sleep */
     } else if (n == 0 && ms > 0) {

@@ -80,13 +80,7 @@ static int check_opts(const char *host, const char *port, const railwire_railset
         rw_err("connect: heal must be 0 or 1 and the heal/all-down times >= 0");
         return RAILWIRE_E_INVALID;
     }
-    if (!rw_busy_poll_valid(o->busy_poll_us)) {
-        rw_err("connect: busy_poll_us %d is above %d (one second); use 0 for the default "
-               "(%d us) or -1 to sleep at once", o->busy_poll_us, RW_MAX_BUSY_POLL_US,
-               RW_DEFAULT_BUSY_POLL_US);
-        return RAILWIRE_E_INVALID;
-    }
-    return 0;
+    return rw_busy_poll_check("connect", o->busy_poll_us);
 }
 
 int railwire_railset_connect(const char *host, const char *port, const railwire_railset_opts *o,

@@ -40,12 +40,8 @@ void railwire_server_opts_init(railwire_server_opts *o)
 static int check_opts(const railwire_server_opts *o)
 {
     uint64_t total = 0;
-    if (!rw_busy_poll_valid(o->busy_poll_us)) {
-        rw_err("server: busy_poll_us %d is above %d (one second); use 0 for the default "
-               "(%d us) or -1 to sleep at once", o->busy_poll_us, RW_MAX_BUSY_POLL_US,
-               RW_DEFAULT_BUSY_POLL_US);
+    if (rw_busy_poll_check("server", o->busy_poll_us) < 0)
         return RAILWIRE_E_INVALID;
-    }
     if (o->dialect == RAILWIRE_DIALECT_RO) {
         if (!o->layers || o->n_layers == 0 || o->n_layers > RW_MAX_LAYERS) {
             rw_err("server: the RO dialect needs 1..%d layers (got %u)", RW_MAX_LAYERS,

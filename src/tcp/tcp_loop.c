@@ -9,7 +9,6 @@
 #include "tcp/tcp_loop.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,27 +222,17 @@ static void run_ticks(struct rw_tcp_loop *l, int64_t now)
     }
 }
 
-/* Polls the loop's sockets without sleeping for up to window_ns (never
- * past timeout_ms, the next timer), giving way to other runnable threads
- * between polls.  Returns epoll_wait's result: events, 0 when the window
- * passed with none, or -1. */
-static int spin_wait(struct rw_tcp_loop *l, struct epoll_event *ev, uint64_t window_ns,
-                     int timeout_ms)
-{
-    uint64_t now = rw_now_ns(), end;
-    int n;
+/* The epoll set of a loop's spin (rw_busy_poll_run). */
+struct spin_set {
+    struct rw_tcp_loop *l;
+    struct epoll_event *ev;
+};
 
-    if (timeout_ms >= 0 && (uint64_t)timeout_ms * 1000000u < window_ns)
-        window_ns = (uint64_t)timeout_ms * 1000000u;
-    end = now + window_ns;
-    while (now < end) {
-        n = epoll_wait(l->epfd, ev, EVENTS, 0);
-        if (n != 0)
-            return n;
-        sched_yield();
-        now = rw_now_ns();
-    }
-    return 0;
+/* One non-blocking look at the loop's sockets: epoll_wait's result. */
+static int spin_wait_once(void *arg)
+{
+    struct spin_set *s = arg;
+    return epoll_wait(s->l->epfd, s->ev, EVENTS, 0);
 }
 
 static void *loop_main(void *arg)
@@ -260,7 +249,8 @@ static void *loop_main(void *arg)
     for (;;) {
         int timeout = next_timeout(l, rw_now_ms());
         uint64_t spin = served ? atomic_load_explicit(&pool_spin_ns, memory_order_relaxed) : 0;
-        int n = spin && timeout != 0 ? spin_wait(l, ev, spin, timeout) : 0;
+        struct spin_set set = {l, ev};
+        int n = spin && timeout != 0 ? rw_busy_poll_run(spin_wait_once, &set, spin, timeout) : 0;
         int cmd = 0;
         int64_t now;
 
