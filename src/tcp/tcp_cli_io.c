@@ -263,6 +263,10 @@ static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
     pthread_mutex_lock(&ep->lock);
     end = ep->posted;
     *small = 0;
+    if (ep->answered < end) {
+        const struct rw_wr *w = &ep->ring[ep->answered & ep->mask].wr;
+        *small = w->opcode != RW_OP_READ || w->length <= RX_SMALL;
+    }
     for (i = ep->answered; i < end && want < RW_TCP_RX_STAGE; i++) {
         const struct rw_wr *w = &ep->ring[i & ep->mask].wr;
         want += RW_TCP_RESP_SIZE;
@@ -271,8 +275,6 @@ static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
                 break;
             want += w->length;
         }
-        if (i == ep->answered)
-            *small = 1;
     }
     pthread_mutex_unlock(&ep->lock);
     return want;
@@ -293,16 +295,14 @@ static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **w
     uint64_t spin = ep->busy_poll_ns;
 
     for (;;) {
-        rx->spin_ns = 0;
         if (ep->need_verdict) {
-            rc = rw_tcp_rx_need(rx, 1, 1);
+            rc = rw_tcp_rx_need(rx, 1, 1, 0);
         } else if (rw_tcp_rx_avail(rx) >= RW_TCP_RESP_SIZE) {
             rc = 0;
         } else {
             int small;
             size_t want = rx_want(ep, &small);
-            rx->spin_ns = small ? spin : 0;
-            rc = rw_tcp_rx_need(rx, RW_TCP_RESP_SIZE, want);
+            rc = rw_tcp_rx_need(rx, RW_TCP_RESP_SIZE, want, small ? spin : 0);
         }
         if (rc != RAILWIRE_E_TIMEOUT || rw_tcp_rx_avail(rx))
             break;
@@ -390,7 +390,6 @@ static void *rx_main(void *arg)
     if (rx) {
         rx->fd = ep->fd;
         rx->off = rx->len = 0;
-        rx->spin_ns = 0;
         while (!(rc = rx_one(ep, rx, &what)))
             ;
     }

@@ -252,7 +252,7 @@ static int recv_err(ssize_t k, int inside)
     return RAILWIRE_E_IO;
 }
 
-int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want)
+int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want, uint64_t spin_ns)
 {
     size_t a = rw_tcp_rx_avail(rx);
 
@@ -267,9 +267,9 @@ int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want)
     memmove(rx->buf, rx->buf + rx->off, a);
     rx->off = 0;
     rx->len = a;
-    uint64_t spin_end = rx->spin_ns ? rw_now_ns() + rx->spin_ns : 0;
+    uint64_t spin_end = 0; /* set when the socket first has nothing */
     while (rw_tcp_rx_avail(rx) < n) {
-        int flags = spin_end && rw_now_ns() < spin_end ? MSG_DONTWAIT : 0;
+        int flags = spin_ns && (!spin_end || rw_now_ns() < spin_end) ? MSG_DONTWAIT : 0;
         ssize_t k = recv(rx->fd, rx->buf + rx->len, want - rx->len, flags);
         if (k > 0) {
             rx->len += (size_t)k;
@@ -278,6 +278,8 @@ int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want)
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0 && flags && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!spin_end)
+                spin_end = rw_now_ns() + spin_ns;
             sched_yield();
             continue;
         }

@@ -65,8 +65,6 @@ struct rw_tcp_rx {
     int fd;
     size_t off;  /* first unread byte in buf */
     size_t len;  /* end of valid bytes in buf */
-    uint64_t spin_ns; /* rw_tcp_rx_need polls without sleeping this long before
-                         it blocks (common/busy_poll.h); 0 = block at once */
     uint8_t buf[RW_TCP_RX_STAGE];
 };
 
@@ -79,11 +77,12 @@ static inline size_t rw_tcp_rx_avail(const struct rw_tcp_rx *rx)
 /* Makes n (<= RW_TCP_RX_STAGE) bytes available at rx->buf + rx->off (not
  * consumed), asking each recv for up to `want` bytes (clamped to
  * [n, RW_TCP_RX_STAGE]: what the caller expects to be small frames).
- * With rx->spin_ns set it first polls (non-blocking recv, yielding between
- * tries) for that long, then blocks.  Returns 0, RAILWIRE_E_CLOSED (clean EOF with nothing staged),
+ * With spin_ns > 0, once the socket has nothing it keeps polling
+ * (non-blocking recv, yielding between tries) for that long before it
+ * blocks (common/busy_poll.h).  Returns 0, RAILWIRE_E_CLOSED (clean EOF with nothing staged),
  * RAILWIRE_E_IO (error, or EOF inside a frame), RAILWIRE_E_TIMEOUT (no byte
  * for SO_RCVTIMEO; what is staged stays staged, the call may be retried). */
-int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want);
+int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want, uint64_t spin_ns);
 
 /* Consumes n staged bytes (n <= rw_tcp_rx_avail). */
 static inline void rw_tcp_rx_consume(struct rw_tcp_rx *rx, size_t n)
