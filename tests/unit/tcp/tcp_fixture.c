@@ -69,13 +69,20 @@ int t_connect_both(struct rw_ep *sep, struct rw_ep *cep, int timeout_ms, int *sr
 
 void t_connect(struct tpair *p, struct rw_mr *const *exposed, size_t n_exposed, unsigned depth)
 {
-    struct rw_ep_cfg scfg = {.depth = depth, .exposed = exposed ? exposed : &p->smr,
-                             .n_exposed = exposed ? n_exposed : 1};
     struct rw_ep_cfg ccfg = {.depth = depth};
+
+    t_connect_cfg(p, exposed, n_exposed, &ccfg);
+}
+
+void t_connect_cfg(struct tpair *p, struct rw_mr *const *exposed, size_t n_exposed,
+                   const struct rw_ep_cfg *ccfg)
+{
+    struct rw_ep_cfg scfg = {.depth = ccfg->depth, .exposed = exposed ? exposed : &p->smr,
+                             .n_exposed = exposed ? n_exposed : 1};
     int srv_rc, rc;
 
     cr_assert_eq(rw_tcp_ops.ep_create(p->sdom, &scfg, &p->sep), 0);
-    cr_assert_eq(rw_tcp_ops.ep_create(p->cdom, &ccfg, &p->cep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(p->cdom, ccfg, &p->cep), 0);
     rc = t_connect_both(p->sep, p->cep, 5000, &srv_rc);
     cr_assert_eq(rc, 0, "client connect: %d", rc);
     cr_assert_eq(srv_rc, 0, "server connect: %d", srv_rc);

@@ -151,23 +151,14 @@ Test(busy_poll, a_silent_server_gets_one_window_then_the_receiver_sleeps)
 static void pipelined_reads(int us)
 {
     static struct tpair p;
-    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1"};
-    struct rw_ep_cfg scfg, ccfg = {.depth = 32, .busy_poll_us = us};
+    struct rw_ep_cfg ccfg = {.depth = 32, .busy_poll_us = us};
     uint8_t *buf = malloc(32 * 4096);
     struct rw_mr *lmr;
     struct rw_wr wrs[32];
     struct rw_wc wcs[32];
-    int srv_rc;
 
     t_open(&p, "127.0.0.1", 0);
-    /* the fixture's client ep has the default window: make one with `us` */
-    rw_tcp_ops.domain_close(p.cdom);
-    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &p.cdom), 0);
-    scfg = (struct rw_ep_cfg){.depth = 32, .exposed = &p.smr, .n_exposed = 1};
-    cr_assert_eq(rw_tcp_ops.ep_create(p.sdom, &scfg, &p.sep), 0);
-    cr_assert_eq(rw_tcp_ops.ep_create(p.cdom, &ccfg, &p.cep), 0);
-    cr_assert_eq(t_connect_both(p.sep, p.cep, 5000, &srv_rc), 0);
-    cr_assert_eq(srv_rc, 0);
+    t_connect_cfg(&p, NULL, 0, &ccfg);
     cr_assert_not_null(buf);
     cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, 32 * 4096, RW_ACCESS_LOCAL, &lmr), 0);
     for (int round = 0; round < 50; round++) {
