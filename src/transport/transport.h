@@ -175,8 +175,22 @@ struct rw_served {
     uint64_t queue_starved;             /* times a connection found the budget used up */
 };
 
+/* Where one domain opens: the string a rw_domain_cfg's device points into. */
+struct rw_domain_place {
+    char device[128];
+};
+
 struct rw_transport_ops {
-    const char *name; /* "tcp" or "verbs" */
+    const char *name; /* "tcp" or "verbs": for logs and stats only; nothing
+                         above src/transport/ branches on it */
+    /* 1: rails are placed by device "dev[:port]" (verbs); 0: by local
+     * address (tcp). */
+    int places_by_device;
+    /* Optional (NULL: none).  The places rails use when the caller names
+     * none (verbs: the items of RAILWIRE_DEVICES or else every active port,
+     * as "dev[:port]").  Fills up to max entries; returns the count or an
+     * error. */
+    int (*default_places)(struct rw_domain_place *out, unsigned max);
 
     int (*domain_open)(const struct rw_domain_cfg *cfg, struct rw_domain **out);
     void (*domain_close)(struct rw_domain *dom);

@@ -71,6 +71,24 @@ int rw_verbs_port_list(struct rw_devspec *out, size_t max)
     return n > (int)max ? (int)max : n;
 }
 
+int rw_verbs_default_places(struct rw_domain_place *out, unsigned max)
+{
+    struct rw_devspec list[RW_VERBS_MAX_PORTS];
+    int n = rw_verbs_port_list(list, RW_VERBS_MAX_PORTS);
+    if (n <= 0)
+        return n;
+    if ((unsigned)n > max)
+        n = (int)max;
+    for (int i = 0; i < n; i++) {
+        if (list[i].port)
+            snprintf(out[i].device, sizeof(out[i].device), "%.63s:%u", list[i].dev,
+                     list[i].port);
+        else
+            snprintf(out[i].device, sizeof(out[i].device), "%.63s", list[i].dev);
+    }
+    return n;
+}
+
 int rw_verbs_available(void)
 {
     const char *env = getenv("RAILWIRE_DEVICES");

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The verbs transport's ops table. */
+#include "verbs/verbs.h"
 #include "verbs/verbs_int.h"
 
 const struct rw_transport_ops rw_verbs_ops = {
     .name = "verbs",
+    .places_by_device = 1,
+    .default_places = rw_verbs_default_places,
     .domain_open = rw_vdom_open,
     .domain_close = rw_vdom_close,
     .mr_reg = rw_vmr_reg,

@@ -20,6 +20,10 @@
  * (0 = none), or RAILWIRE_E_INVALID for a malformed RAILWIRE_DEVICES (logged). */
 int rw_verbs_port_list(struct rw_devspec *out, size_t max);
 
+/* rw_verbs_ops.default_places: rw_verbs_port_list() as "dev[:port]" strings.
+ * Fills up to max entries; returns the count or an error. */
+int rw_verbs_default_places(struct rw_domain_place *out, unsigned max);
+
 /* The GID index override in force: cfg_index if >= 0 ("the gid_index
  * option"), else RAILWIRE_GID_INDEX if set, else -1.  *src names the source
  * (static string, NULL for none).  Returns RAILWIRE_E_INVALID for a

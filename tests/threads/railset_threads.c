@@ -24,7 +24,7 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/railset_internal.h"
+#include "rail/client/railset_internal.h"
 #include "tcp/tcp_internal.h"
 
 #define KIB 1024u

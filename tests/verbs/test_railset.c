@@ -9,7 +9,7 @@
 #include <infiniband/verbs.h>
 
 #include "common/time.h"
-#include "rail/railset_internal.h"
+#include "rail/client/railset_internal.h"
 #include "rsetup.h"
 #include "verbs/verbs_int.h"
 #include "vtest.h"

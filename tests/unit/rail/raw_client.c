@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "common/time.h"
-#include "rail/handshake_drive.h"
-#include "rail/sock.h"
+#include "rail/session/handshake_drive.h"
+#include "common/sock.h"
 #include "tcp/tcp_addr.h"
 #include "tcp/tcp_proto.h"
 #include "wire/handshake.h"

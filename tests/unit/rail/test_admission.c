@@ -30,8 +30,8 @@
 
 #include "common/log.h"
 #include "common/time.h"
-#include "rail/server_internal.h"
-#include "rail/sock.h"
+#include "rail/server/server_internal.h"
+#include "common/sock.h"
 #include "raw_client.h"
 
 #define ARENA (1u << 20)

@@ -9,8 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rail/handshake_drive.h"
-#include "rail/sock.h"
+#include "rail/session/handshake_drive.h"
+#include "common/sock.h"
+#include "hs_peer.h"
 
 /* ------------------------------------------------------------ the peer */
 struct peer {
@@ -43,9 +44,7 @@ static void *peer_main(void *arg)
 {
     struct peer *p = arg;
     int fd = -1;
-    for (int i = 0; i < 5000 && fd < 0; i++)
-        if (rw_sock_accept(p->lfd, &fd) < 0)
-            usleep(1000);
+    fd = hs_peer_accept(p->lfd, 5000);
     if (fd >= 0) {
         p->script(p, fd);
         close(fd);
@@ -123,7 +122,7 @@ static int run_client(struct peer *p, const char *host, int timeout_ms, struct r
         struct rw_qp_id id = {.qpn = 0x01020304, .psn = 0x00abcdef};
         memset(id.gid, 0xee, 16);
         cr_assert_eq(rw_hs_client_set_local(c, &id, 1), 0);
-        rc = rw_hs_client_flush(&io, c);
+        rc = hs_peer_client_flush(&io, c);
         if (rc == 0)
             rc = rw_hs_client_drive(&io, c);
     }
@@ -239,7 +238,7 @@ static void *client_side(void *arg)
         for (unsigned i = 0; i < b->n; i++)
             ids[i].qpn = 100 + i;
         rw_hs_client_set_local(&c, ids, b->n);
-        b->rc = rw_hs_client_flush(&io, &c);
+        b->rc = hs_peer_client_flush(&io, &c);
         if (b->rc == 0)
             b->rc = rw_hs_client_drive(&io, &c);
     }
@@ -257,15 +256,13 @@ static void server_conversation(enum railwire_dialect d, unsigned n, int accept,
     pthread_t th;
     pthread_create(&th, NULL, client_side, &b);
     int fd = -1;
-    for (int i = 0; i < 5000 && fd < 0; i++)
-        if (rw_sock_accept(lfd, &fd) < 0)
-            usleep(1000);
+    fd = hs_peer_accept(lfd, 5000);
     cr_assert_geq(fd, 0);
     struct rw_hs_io io;
     rw_hs_io_init(&io, fd, 2000);
     struct rw_hs_server s;
     cr_assert_eq(rw_hs_server_init(&s, d), 0);
-    cr_assert_eq(rw_hs_server_drive(&io, &s), 0);
+    cr_assert_eq(hs_peer_server_drive(&io, &s), 0);
     cr_assert_eq(s.state, RW_HS_NEED_PARAMS);
     cr_assert_eq(s.n_rails, n);
     struct rw_mr_desc layers[2] = {{0x1000, 1}, {0x2000, 2}};
@@ -280,12 +277,12 @@ static void server_conversation(enum railwire_dialect d, unsigned n, int accept,
             p[i] = (struct rw_rw_params){.qp = {.qpn = i}, .arena = {0x4000, 4}};
         cr_assert_eq(rw_hs_server_set_rw_params(&s, p, n), 0);
     }
-    cr_assert_eq(rw_hs_server_drive(&io, &s), 0);
+    cr_assert_eq(hs_peer_server_drive(&io, &s), 0);
     cr_assert_eq(s.state, RW_HS_NEED_DECISION);
     for (unsigned i = 0; i < n; i++)
         cr_assert_eq(s.ids[i].qpn, 100 + i);
     cr_assert_eq(rw_hs_server_decide(&s, accept), 0);
-    cr_assert_eq(rw_hs_server_drive(&io, &s), 0);
+    cr_assert_eq(hs_peer_server_drive(&io, &s), 0);
     cr_assert_eq(s.state, RW_HS_DONE);
     rw_hs_server_fini(&s);
     pthread_join(th, NULL);
@@ -339,17 +336,15 @@ Test(handshake_drive, client_closing_inside_its_ids_is_truncated_on_the_server)
     pthread_t th;
     pthread_create(&th, NULL, client_quits_midway, &b);
     int fd = -1;
-    for (int i = 0; i < 5000 && fd < 0; i++)
-        if (rw_sock_accept(lfd, &fd) < 0)
-            usleep(1000);
+    fd = hs_peer_accept(lfd, 5000);
     struct rw_hs_io io;
     rw_hs_io_init(&io, fd, 2000);
     struct rw_hs_server s;
     cr_assert_eq(rw_hs_server_init(&s, RAILWIRE_DIALECT_RW), 0);
-    cr_assert_eq(rw_hs_server_drive(&io, &s), 0);
+    cr_assert_eq(hs_peer_server_drive(&io, &s), 0);
     struct rw_rw_params p[2] = {{.arena = {1, 1}}, {.arena = {2, 2}}};
     cr_assert_eq(rw_hs_server_set_rw_params(&s, p, 2), 0);
-    cr_assert_eq(rw_hs_server_drive(&io, &s), RAILWIRE_E_TRUNCATED);
+    cr_assert_eq(hs_peer_server_drive(&io, &s), RAILWIRE_E_TRUNCATED);
     rw_hs_server_fini(&s);
     pthread_join(th, NULL);
     close(fd);

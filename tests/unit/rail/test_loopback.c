@@ -13,7 +13,7 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/railset_internal.h"
+#include "rail/client/railset_internal.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)

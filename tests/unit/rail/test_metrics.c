@@ -13,7 +13,7 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/metrics_text.h"
+#include "rail/metrics/metrics_text.h"
 
 static uint8_t arena[1 << 20];
 static uint8_t local[256 << 10];

@@ -18,8 +18,8 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/railset_internal.h"
-#include "rail/sock.h"
+#include "rail/client/railset_internal.h"
+#include "common/sock.h"
 #include "tcp/tcp_internal.h"
 
 #define KIB 1024u

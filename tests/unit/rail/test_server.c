@@ -11,7 +11,7 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/sock.h"
+#include "common/sock.h"
 
 static uint8_t arena[1 << 20];
 static railwire_server *srv;

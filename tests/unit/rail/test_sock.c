@@ -13,7 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rail/sock.h"
+#include "common/sock.h"
+#include "hs_peer.h"
 
 static char port_str[16];
 
@@ -28,14 +29,10 @@ static int listen_any(const char *host, int backlog)
 
 static int accept_wait(int lfd)
 {
-    for (int i = 0; i < 2000; i++) {
-        int fd;
-        if (rw_sock_accept(lfd, &fd) == 0)
-            return fd;
-        usleep(1000);
-    }
-    cr_assert_fail("no connection to accept");
-    return -1;
+    int fd = hs_peer_accept(lfd, 2000);
+    if (fd < 0)
+        cr_assert_fail("no connection to accept");
+    return fd;
 }
 
 Test(sock, ipv4_connect_send_recv_and_clean_eof)

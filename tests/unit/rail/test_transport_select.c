@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "rail/transport_select.h"
+#include "transport/select.h"
 
 const struct rw_transport_ops rw_tcp_ops = {.name = "tcp"};
 static int verbs_present;

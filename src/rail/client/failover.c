@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* Failover: a rail that fails (a transport error in a completion, a failed
+ * post, or an operation older than the op timeout) is killed and reported
+ * down; its unfinished slices go back to the front of the pending FIFO and
+ * are re-issued on the surviving rails.  With no rail left, every
+ * unfinished transfer fails with RAILWIRE_E_ALL_RAILS_DOWN. */
+#include "common/log.h"
+#include "common/time.h"
+#include "rail/client/heal.h"
+#include "rail/client/railset_internal.h"
+
+
+void rw_failover_fail_all(railwire_railset *rs, int status)
+{
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state == RAILWIRE_RAIL_UP && r->outstanding.head) {
+            /* Only reached for rails already killed; never finish a slice a
+             * live ep may still touch. */
+            continue;
+        }
+        while (r->outstanding.head) {
+            struct rw_slice *s = r->outstanding.head;
+            rw_rail_out_remove(rs, r, s);
+            s->rail = -1;
+            rw_slice_finish(rs, s, status);
+        }
+        r->inflight_bytes = 0;
+    }
+    while (rs->pending.head) {
+        struct rw_slice *s = rs->pending.head;
+        rw_slice_list_remove(&rs->pending, s);
+        rw_slice_finish(rs, s, status);
+    }
+}
+
+/* Moves rail r's unfinished slices back to the front of the pending FIFO,
+ * in order, except those already carried max_tries times: their transfers
+ * fail with `reason` (a request the peer keeps rejecting must not loop
+ * across rails and heals).  Returns the number moved. */
+static size_t take_back(railwire_railset *rs, struct rw_rail *r, int reason)
+{
+    struct rw_slice_list back = {0};
+    size_t moved = 0, failed = 0;
+    while (r->outstanding.head) {
+        struct rw_slice *s = r->outstanding.head;
+        rw_rail_out_remove(rs, r, s);
+        s->rail = -1;
+        if (rs->max_tries && s->tries >= rs->max_tries) {
+            failed++;
+            rw_slice_finish(rs, s, reason);
+            continue;
+        }
+        rw_slice_list_push_tail(&back, s);
+        moved++;
+    }
+    if (failed)
+        rw_err("rail %u (%s): %zu slice(s) had been carried %u times already (max_slice_tries); "
+               "their transfers fail with %s", r->index, r->stats.name, failed, rs->max_tries,
+               railwire_error_class(reason));
+    rw_slice_list_prepend(&rs->pending, &back);
+    return moved;
+}
+
+void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason)
+{
+    struct rw_rail *r = &rs->rails[i];
+    if (r->stats.state == RAILWIRE_RAIL_DOWN)
+        return;
+    int64_t now = rw_now_ms();
+    r->stats.state = RAILWIRE_RAIL_DOWN;
+    r->stats.down_reason = reason ? reason : RAILWIRE_E_RAIL_DOWN;
+    r->stats.last_down_reason = r->stats.down_reason;
+    rs->n_live--;
+    /* After ep_kill returns no outstanding WR touches its buffer again, so
+     * the slices can safely be carried by another rail. */
+    rs->ops->ep_kill(r->ep);
+    size_t moved = take_back(rs, r, r->stats.down_reason);
+    r->stats.reissued += moved;
+    r->inflight_bytes = 0;
+    r->blocked = 0;
+    rw_heal_rail_lost(rs, i, now);
+    if (rs->n_live > 0) {
+        rw_warn("rail %u (%s) is down (%s: %s); %zu unfinished slice(s) re-issued on %u "
+                "surviving rail(s)%s", i, r->stats.name, railwire_error_class(r->stats.down_reason),
+                railwire_strerror(r->stats.down_reason), moved, rs->n_live,
+                rs->healer ? "; healing it" : "");
+        return;
+    }
+    if (rs->healer) {
+        rs->all_down_since_ms = now;
+        rw_err("rail %u (%s) is down (%s); no rail is live: transfers wait up to %d ms "
+               "(all_down_timeout_ms) for a heal, then fail", i, r->stats.name,
+               railwire_error_class(r->stats.down_reason), rs->all_down_timeout_ms);
+        return;
+    }
+    rw_err("rail %u (%s) is down (%s); no rail is left: every unfinished transfer fails; "
+           "check the links, the server and its log", i, r->stats.name,
+           railwire_error_class(r->stats.down_reason));
+    rw_failover_fail_all(rs, RAILWIRE_E_ALL_RAILS_DOWN);
+}
+
+void rw_failover_rail_retire(railwire_railset *rs, unsigned i)
+{
+    struct rw_rail *r = &rs->rails[i];
+    rs->ops->ep_kill(r->ep);
+    size_t moved = take_back(rs, r, RAILWIRE_E_CLOSED);
+    r->stats.reissued += moved;
+    r->inflight_bytes = 0;
+    r->blocked = 0;
+    if (moved)
+        rw_info("rail %u (%s): %zu unfinished slice(s) re-issued while the rail moves to a new "
+                "session", i, r->stats.name, moved);
+}
+
+int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms)
+{
+    if (!rs->healer || rs->n_live > 0 || rs->all_down_expired)
+        return 0;
+    if (now_ms - rs->all_down_since_ms < rs->all_down_timeout_ms)
+        return 0;
+    rs->all_down_expired = 1;
+    rw_err("railset: no rail has been live for %d ms (all_down_timeout_ms): every unfinished "
+           "transfer fails with all-rails-down, and new ones until a rail heals; check the links, "
+           "the server and its log", rs->all_down_timeout_ms);
+    rw_failover_fail_all(rs, RAILWIRE_E_ALL_RAILS_DOWN);
+    return 1;
+}
+
+void rw_failover_check_eps(railwire_railset *rs)
+{
+    if (!rs->ops->ep_check)
+        return;
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state != RAILWIRE_RAIL_UP)
+            continue;
+        int rc = rs->ops->ep_check(r->ep);
+        if (rc < 0)
+            rw_failover_rail_down(rs, i, rc);
+    }
+}
+
+void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms)
+{
+    /* Only rails with outstanding slices can time out; a rail taken down
+     * here leaves the busy set, so walk it from the end. */
+    for (unsigned k = rs->n_busy; k-- > 0;) {
+        if (k >= rs->n_busy)
+            continue;
+        unsigned i = rs->busy[k];
+        struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state != RAILWIRE_RAIL_UP || !r->outstanding.head)
+            continue;
+        int64_t age = now_ms - r->outstanding.head->posted_ms;
+        if (age > rs->op_timeout_ms) {
+            rw_warn("rail %u (%s): an operation has been outstanding for %lld ms (op timeout "
+                    "%d ms): the link may be dropping packets", i, r->stats.name, (long long)age,
+                    rs->op_timeout_ms);
+            rw_failover_rail_down(rs, i, RAILWIRE_E_TIMEOUT);
+        }
+    }
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/* Local memory registration: one rw_mr per rail's domain, so any rail can
+ * carry any slice of a transfer that uses the registration. */
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "common/parallel.h"
+#include "rail/client/railset_internal.h"
+
+/* Registrations at least this big run on every rail in parallel. */
+#define RW_PARALLEL_REG_BYTES (64u << 20)
+
+static void dereg_all(railwire_railset *rs, struct railwire_mr *m)
+{
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        if (m->per_rail[i])
+            rs->ops->mr_dereg(m->per_rail[i]);
+        m->per_rail[i] = NULL;
+    }
+}
+
+/* What one registration registers on: the rails' domains as they were when
+ * it started (another thread may heal a rail meanwhile). */
+struct reg_job {
+    railwire_railset *rs;
+    struct railwire_mr *m;
+    struct rw_domain **dom;   /* per rail; NULL: the rail was down */
+};
+
+static int reg_one(void *arg, unsigned i)
+{
+    struct reg_job *j = arg;
+    railwire_railset *rs = j->rs;
+    struct railwire_mr *m = j->m;
+    if (!j->dom[i])
+        return 0; /* a dead rail never carries a slice again; a heal registers it */
+    int rc = rs->ops->mr_reg(j->dom[i], m->addr, m->len, RW_ACCESS_LOCAL, &m->per_rail[i]);
+    if (rc < 0) {
+        m->per_rail[i] = NULL;
+        rw_err("mr_register: registering %zu bytes on rail %u (%s) failed: %s", m->len, i,
+               j->dom[i]->name, railwire_strerror(rc));
+    }
+    return rc;
+}
+
+/* Registers on every domain of the job, without the railset's lock. */
+static int reg_all(struct reg_job *j)
+{
+    railwire_railset *rs = j->rs;
+    struct railwire_mr *m = j->m;
+    if (!rs->reg_multi)
+        return rw_parallel_for(rs->n_rails, m->len >= RW_PARALLEL_REG_BYTES, reg_one, j);
+    struct rw_domain **doms = calloc(rs->n_rails, sizeof(*doms));
+    struct rw_mr **got = calloc(rs->n_rails, sizeof(*got));
+    unsigned *idx = calloc(rs->n_rails, sizeof(*idx)), n = 0;
+    int rc = RAILWIRE_E_NOMEM;
+    if (doms && got && idx) {
+        for (unsigned i = 0; i < rs->n_rails; i++)
+            if (j->dom[i]) {
+                idx[n] = i;
+                doms[n++] = j->dom[i];
+            }
+        rc = rs->reg_multi(doms, n, m->addr, m->len, RW_ACCESS_LOCAL, got);
+        if (rc == 0)
+            for (unsigned k = 0; k < n; k++)
+                m->per_rail[idx[k]] = got[k];
+        else
+            rw_err("mr_register: registering %zu bytes on %u rail(s) failed: %s", m->len, n,
+                   railwire_strerror(rc));
+    }
+    free(doms);
+    free(got);
+    free(idx);
+    return rc;
+}
+
+/* With the lock held, after an unlocked registration: rails healed
+ * meanwhile got new domains, so what was registered on their old ones is
+ * released (the old domains were kept open for it) and the new ones
+ * registered now. */
+static int reg_fixup(struct reg_job *j)
+{
+    railwire_railset *rs = j->rs;
+    struct railwire_mr *m = j->m;
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (r->dom == j->dom[i] || r->stats.state != RAILWIRE_RAIL_UP)
+            continue;
+        if (m->per_rail[i])
+            rs->ops->mr_dereg(m->per_rail[i]);
+        m->per_rail[i] = NULL;
+        int rc = rs->ops->mr_reg(r->dom, m->addr, m->len, RW_ACCESS_LOCAL, &m->per_rail[i]);
+        if (rc < 0) {
+            m->per_rail[i] = NULL;
+            rw_err("mr_register: registering %zu bytes on healed rail %u (%s) failed: %s",
+                   m->len, i, r->stats.name, railwire_strerror(rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void rw_rail_retire_domain(railwire_railset *rs, struct rw_domain *dom)
+{
+    if (!rs->regs_busy) {
+        rs->ops->domain_close(dom);
+        return;
+    }
+    /* A registration in progress may hold an MR on it: close it after. */
+    for (unsigned k = 0; k < rs->n_rails * 4; k++)
+        if (!rs->graveyard[k]) {
+            rs->graveyard[k] = dom;
+            return;
+        }
+    rw_err("railset: too many retired domains waiting for registrations in progress; leaking one");
+}
+
+static void close_graveyard(railwire_railset *rs)
+{
+    for (unsigned k = 0; k < rs->n_rails * 4; k++)
+        if (rs->graveyard[k]) {
+            rs->ops->domain_close(rs->graveyard[k]);
+            rs->graveyard[k] = NULL;
+        }
+}
+
+int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_mr **out)
+{
+    if (!rs || !addr || len == 0 || !out) {
+        rw_err("mr_register: NULL railset/address/out or zero length");
+        return RAILWIRE_E_INVALID;
+    }
+    struct railwire_mr *m = calloc(1, sizeof(*m));
+    struct reg_job *j = calloc(1, sizeof(*j));
+    if (m)
+        m->per_rail = calloc(rs->n_rails, sizeof(*m->per_rail));
+    if (j)
+        j->dom = calloc(rs->n_rails, sizeof(*j->dom));
+    if (!m || !j || !m->per_rail || !j->dom) {
+        if (m)
+            free(m->per_rail);
+        if (j)
+            free(j->dom);
+        free(m);
+        free(j);
+        rw_err("mr_register: out of memory");
+        return RAILWIRE_E_NOMEM;
+    }
+    m->rs = rs;
+    m->addr = addr;
+    m->len = len;
+    j->rs = rs;
+    j->m = m;
+    /* Registration may be slow (verbs pins the pages): it runs without the
+     * lock, so other threads keep moving data meanwhile. */
+    rs_lock(rs);
+    for (unsigned i = 0; i < rs->n_rails; i++)
+        if (rs->rails[i].stats.state == RAILWIRE_RAIL_UP)
+            j->dom[i] = rs->rails[i].dom;
+    rs->regs_busy++;
+    rs_unlock(rs);
+    int rc = reg_all(j);
+    rs_lock(rs);
+    if (rc == 0)
+        rc = reg_fixup(j);
+    if (rc < 0) {
+        dereg_all(rs, m);
+    } else {
+        m->next = rs->mrs;
+        if (rs->mrs)
+            rs->mrs->prev = m;
+        rs->mrs = m;
+    }
+    if (--rs->regs_busy == 0)
+        close_graveyard(rs);
+    rs_unlock(rs);
+    free(j->dom);
+    free(j);
+    if (rc < 0) {
+        free(m->per_rail);
+        free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+/* With the lock held: releases mr (no transfer may use it). */
+void rw_mr_release(struct railwire_mr *mr)
+{
+    railwire_railset *rs = mr->rs;
+    if (mr->prev)
+        mr->prev->next = mr->next;
+    else
+        rs->mrs = mr->next;
+    if (mr->next)
+        mr->next->prev = mr->prev;
+    dereg_all(rs, mr);
+    free(mr->per_rail);
+    free(mr);
+}
+
+int railwire_mr_deregister(railwire_mr *mr)
+{
+    if (!mr)
+        return 0;
+    railwire_railset *rs = mr->rs;
+    rs_lock(rs);
+    if (mr->users) {
+        unsigned u = mr->users;
+        rs_unlock(rs);
+        rw_err("mr_deregister: %u unfinished transfer(s) still use this registration; "
+               "wait for them first", u);
+        return RAILWIRE_E_STATE;
+    }
+    rw_mr_release(mr);
+    rs_unlock(rs);
+    return 0;
+}

@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: MIT */
+/* Progress: poll every live rail, account completions per transfer and per
+ * rail, and deliver finished transfers through railwire_poll/railwire_wait.
+ * Waiting sleeps in poll() on the eps' wait fds after arming them, bounded
+ * by the caller's timeout and by the next op-timeout deadline.  Several
+ * threads may wait at once: one of them (the poller) sleeps in poll() with
+ * the railset's lock released, the others on the railset's condition
+ * variable (see struct railwire_railset). */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/busy_poll.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "rail/client/heal.h"
+#include "rail/client/railset_internal.h"
+
+#define RW_POLL_BATCH 64
+/* How often the control connections are checked and the transport is asked
+ * for out-of-band death signals (ep_check). */
+#define RW_CHECK_INTERVAL_MS 100
+#define RW_MAX_WAIT_MS (24 * 3600 * 1000)
+
+#define RW_XFER_POOL_MAX 256
+
+/* rw_xfer_free and the completion of a transfer, inline in this file's hot
+ * paths (deliver, rw_slice_finish); the exported rw_xfer_free serves the rest. */
+static inline void xfer_free(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
+        x->op.mr->users--; /* never completed: drop its use here */
+    if (x->slices != &x->one)
+        free(x->slices);
+    if (rs->n_pool < RW_XFER_POOL_MAX) {
+        x->next = rs->xfer_pool;
+        rs->xfer_pool = x;
+        rs->n_pool++;
+        return;
+    }
+    free(x);
+}
+
+void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x)
+        xfer_free(rs, x);
+}
+
+static inline void xfer_complete(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x->op.mr->users)
+        x->op.mr->users--;
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        rs->active_head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        rs->active_tail = x->prev;
+    x->next = NULL;
+    x->prev = rs->done_tail;
+    if (rs->done_tail)
+        rs->done_tail->next = x;
+    else
+        rs->done_head = x;
+    rs->done_tail = x;
+    rs->n_done++;
+    rs->done_gen++;
+    if (x->sync_owned)
+        rs_wake(x->waiter);
+    else
+        rs->n_async_done++;
+}
+
+void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
+{
+    struct rw_xfer *x = s->xfer;
+    if (status && !x->status)
+        x->status = status;
+    if (++x->n_done == x->n_slices)
+        xfer_complete(rs, x);
+}
+
+/* Accounts one completion of rail r; returns a rail-level error (the rail
+ * must go down) or 0. */
+static int account(railwire_railset *rs, struct rw_rail *r, const struct rw_wc *wc)
+{
+    struct rw_slice *s = (struct rw_slice *)(uintptr_t)wc->wr_id;
+    if (!s || s->rail != (int)r->index) {
+        rw_err("rail %u (%s): completion for an unknown operation (wr_id 0x%llx); the transport "
+               "is inconsistent, taking the rail down", r->index, r->stats.name,
+               (unsigned long long)wc->wr_id);
+        return RAILWIRE_E_PROTOCOL;
+    }
+    if (rw_failover_is_rail_error(wc->status)) {
+        r->stats.errors++;
+        return wc->status; /* the slice stays outstanding and is re-issued */
+    }
+    rw_rail_out_remove(rs, r, s);
+    r->inflight_bytes -= s->length;
+    s->rail = -1;
+    if (wc->status == 0) {
+        r->stats.ops++;
+        if (s->xfer->op.opcode == RAILWIRE_OP_READ)
+            r->stats.bytes_read += s->length;
+        else
+            r->stats.bytes_written += s->length;
+    } else {
+        r->stats.errors++;
+        rw_warn("rail %u (%s): the peer refused an access (%s) to layer %u offset %llu length %u",
+                r->index, r->stats.name, railwire_error_class(wc->status), s->xfer->op.layer,
+                (unsigned long long)(s->xfer->op.remote_offset + s->offset), s->length);
+    }
+    rw_slice_finish(rs, s, wc->status);
+    return 0;
+}
+
+/* Polls rail r into wcs (RW_POLL_BATCH entries, the caller's, so that one
+ * array serves every rail of a progress round).  Inline in rw_progress: it
+ * runs once per busy rail. */
+static inline int poll_rail(railwire_railset *rs, struct rw_rail *r, struct rw_wc *wcs)
+{
+    int total = 0, rail_err = 0;
+    for (;;) {
+        int n = rs->ops->ep_poll(r->ep, wcs, RW_POLL_BATCH);
+        if (n < 0) {
+            rail_err = n;
+            break;
+        }
+        for (int k = 0; k < n; k++) {
+            int e = account(rs, r, &wcs[k]);
+            if (e && !rail_err)
+                rail_err = e;
+        }
+        total += n;
+        if (n < RW_POLL_BATCH || rail_err)
+            break;
+    }
+    if (rail_err)
+        rw_failover_rail_down(rs, r->index, rail_err);
+    return total;
+}
+
+int rw_progress(railwire_railset *rs)
+{
+    int total = 0;
+    if (rs->n_blocked) {
+        for (unsigned i = 0; i < rs->n_rails; i++)
+            rs->rails[i].blocked = 0;
+        rs->n_blocked = 0;
+    }
+    /* Only rails with outstanding slices can have completions; polling one
+     * may take it (or, when it dies, others) out of the busy set, so walk
+     * the set from its end. */
+    unsigned busy = rs->n_busy;
+    struct rw_wc wcs[RW_POLL_BATCH];
+    for (unsigned k = rs->n_busy; k-- > 0;) {
+        if (k >= rs->n_busy)
+            continue;
+        struct rw_rail *r = &rs->rails[rs->busy[k]];
+        if (r->stats.state == RAILWIRE_RAIL_UP)
+            total += poll_rail(rs, r, wcs);
+    }
+    int64_t now = rw_now_ms();
+    if (busy)
+        rw_failover_check_timeouts(rs, now);
+    if (now >= rs->next_check_ms) {
+        rs->next_check_ms = now + RW_CHECK_INTERVAL_MS;
+        rw_rsess_check(rs);
+        rw_failover_check_eps(rs);
+    }
+    if (rs->healer) {
+        rw_heal_tick(rs, now);
+        rw_failover_check_all_down(rs, now);
+    }
+    rw_stripe_schedule(rs);
+    return total;
+}
+
+/* Removes x from the done list. */
+static void done_unlink(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        rs->done_head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        rs->done_tail = x->prev;
+    rs->n_done--;
+}
+
+static int deliver(railwire_railset *rs, railwire_completion *out, int max)
+{
+    int n = 0;
+    struct rw_xfer *x = rs->done_head;
+    while (n < max && x) {
+        struct rw_xfer *nx = x->next;
+        if (!x->sync_owned) {
+            /* A synchronous helper's transfer is its own: never taken here. */
+            done_unlink(rs, x);
+            out[n].handle = x->handle;
+            out[n].user_data = x->op.user_data;
+            out[n].status = x->status;
+            out[n].length = x->op.length;
+            xfer_free(rs, x);
+            rs->n_async--;
+            rs->n_async_done--;
+            n++;
+        }
+        x = nx;
+    }
+    return n;
+}
+
+/* A follower's wait: on its own condition variable until it is woken (its
+ * transfer, an async completion, or the poller stepping down) or ms pass. */
+/* A follower re-checks at least this often, so that no missed hand-over
+ * of the polling can leave completions unreaped for longer. */
+#define RW_FOLLOW_MAX_MS 50
+
+static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
+{
+    struct timespec ts;
+    if (ms > RW_FOLLOW_MAX_MS)
+        ms = RW_FOLLOW_MAX_MS;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    w->woken = 0;
+    w->next = NULL;
+    w->prev = rs->wait_tail;
+    if (rs->wait_tail)
+        rs->wait_tail->next = w;
+    else
+        rs->wait_head = w;
+    rs->wait_tail = w;
+    /* The wait releases the lock: whatever this thread finished meanwhile
+     * (perhaps the sleeping poller's own transfer) must reach the others. */
+    rs_release_prepare(rs);
+    while (!w->woken && pthread_cond_timedwait(&w->cond, &rs->lock, &ts) == 0)
+        ;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        rs->wait_head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        rs->wait_tail = w->prev;
+}
+
+/* The poll set of a sleep_on_rails spin (rw_busy_poll_run). */
+struct spin_set {
+    struct pollfd *pfd;
+    nfds_t n;
+};
+
+/* One non-blocking look at the poll set: poll()'s result. */
+static int spin_poll_once(void *arg)
+{
+    struct spin_set *s = arg;
+    return poll(s->pfd, s->n, 0);
+}
+
+/* With the lock held: sleeps until a rail may have completions, at most ms
+ * milliseconds, and returns with the lock held.  While slices are
+ * outstanding it first spins for rs->busy_poll_ns (see common/busy_poll.h),
+ * unless the last window found nothing and no transfer finished since.
+ * Returns the number of completions processed while arming. */
+static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
+{
+    if (rs->poller) {
+        follow(rs, w, ms);
+        return 0;
+    }
+    struct pollfd pfd[RAILWIRE_MAX_RAILS + 2];
+    nfds_t n = 0;
+    int busy = rs->pending.head != NULL && rs->n_live > 0, outstanding = 0;
+    int64_t now = rw_now_ms();
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state != RAILWIRE_RAIL_UP)
+            continue;
+        if (r->outstanding.head) {
+            outstanding = 1;
+            int64_t left = r->outstanding.head->posted_ms + rs->op_timeout_ms + 1 - now;
+            if (left < ms)
+                ms = left < 0 ? 0 : (int)left;
+        }
+        int fd = rs->ops->ep_wait_fd(r->ep);
+        if (fd < 0 || rs->ops->ep_arm(r->ep) < 0) {
+            busy = 1;
+            continue;
+        }
+        pfd[n].fd = fd;
+        pfd[n].events = POLLIN;
+        pfd[n].revents = 0;
+        n++;
+    }
+    /* Out-of-band death signals are looked at every check interval while
+     * work is outstanding. */
+    if (outstanding && rs->ops->ep_check && ms > RW_CHECK_INTERVAL_MS)
+        ms = RW_CHECK_INTERVAL_MS;
+    if (rs->healer) {
+        int64_t due = rw_heal_due_in(rs, now);
+        if (due >= 0 && due < ms)
+            ms = (int)due;
+        if (rs->n_live == 0 && !rs->all_down_expired) {
+            int64_t left = rs->all_down_since_ms + rs->all_down_timeout_ms - now;
+            if (left < ms)
+                ms = left < 0 ? 0 : (int)left;
+        }
+        int hfd = rw_heal_wait_fd(rs);
+        if (hfd >= 0) {
+            pfd[n].fd = hfd;
+            pfd[n].events = POLLIN;
+            pfd[n].revents = 0;
+            n++;
+        }
+    }
+    size_t done_before = rs->n_done;
+    int got = rw_progress(rs);
+    /* A transfer may also finish without a completion being polled (a rail
+     * timed out or failed to post and it was the last one): do not sleep
+     * then either. */
+    if (got > 0 || rs->n_done != done_before)
+        return got;
+    if (busy && ms > 1)
+        ms = 1;
+    if (rs->kick_fd >= 0) {
+        pfd[n].fd = rs->kick_fd;
+        pfd[n].events = POLLIN;
+        pfd[n].revents = 0;
+        n++;
+    }
+    rs->poller = 1;
+    rs_notify(rs);
+    rs->poller_gen = rs->done_gen;
+    rs->poller_rails_gen = rs->rails_gen;
+    uint64_t gen = rs->done_gen;
+    uint64_t spin =
+        outstanding && n > 0 && ms > 0 && gen != rs->spin_idle_gen ? rs->busy_poll_ns : 0;
+    pthread_mutex_unlock(&rs->lock);
+    struct spin_set set = {pfd, n};
+    int ready = spin ? rw_busy_poll_run(spin_poll_once, &set, spin, ms) : 0;
+    if (ready != 0) {
+        /* the spin found work: no sleep */
+    } else if (n == 0 && ms > 0) {
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    } else if (poll(pfd, n, ms) < 0 && errno != EINTR) {
+        rw_debug("progress: poll failed: %s", strerror(errno));
+    }
+    pthread_mutex_lock(&rs->lock);
+    if (spin && ready == 0)
+        rs->spin_idle_gen = gen;
+    rs->poller = 0;
+    if (rs->kick_fd >= 0) {
+        uint64_t v;
+        if (read(rs->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            rw_debug("progress: reading the kick eventfd failed: %s", strerror(errno));
+    }
+    /* Let a follower take over the polling if one still waits. */
+    for (struct rw_waiter *f = rs->wait_head; f; f = f->next)
+        if (!f->woken) {
+            rs_wake(f);
+            break;
+        }
+    return 0;
+}
+
+int railwire_poll(railwire_railset *rs, railwire_completion *out, int max)
+{
+    if (!rs || max < 0 || (max > 0 && !out))
+        return RAILWIRE_E_INVALID;
+    rs_lock(rs);
+    rw_progress(rs);
+    int n = deliver(rs, out, max);
+    int others = rs->wait_head != NULL;
+    rs_unlock(rs);
+    /* A caller that polls in a loop must not starve the threads that wait
+     * for the lock or for their completions: give way when it got nothing. */
+    if (n == 0 && (others || atomic_load_explicit(&rs->lock_waiters, memory_order_relaxed)))
+        sched_yield();
+    return n;
+}
+
+int railwire_wait(railwire_railset *rs, railwire_completion *out, int max, int timeout_ms)
+{
+    if (!rs || max <= 0 || !out)
+        return RAILWIRE_E_INVALID;
+    if (timeout_ms < 0 || timeout_ms > RW_MAX_WAIT_MS)
+        timeout_ms = RW_MAX_WAIT_MS;
+    int64_t deadline = rw_now_ms() + timeout_ms;
+    int rc;
+    struct rw_waiter w = {.handle = 0};
+    if (rw_cond_init_monotonic(&w.cond) < 0)
+        return RAILWIRE_E_SYSTEM;
+    rs_lock(rs);
+    for (;;) {
+        rw_progress(rs);
+        rc = deliver(rs, out, max);
+        if (rc > 0)
+            break;
+        int left = rw_ms_left(deadline);
+        /* Nothing this call could deliver is pending: do not sleep for nothing. */
+        if (left == 0 || rs->n_async == 0) {
+            rc = RAILWIRE_E_TIMEOUT;
+            break;
+        }
+        sleep_on_rails(rs, &w, left);
+    }
+    rs_unlock(rs);
+    pthread_cond_destroy(&w.cond);
+    return rc;
+}
+
+/* Submits one transfer and waits for it alone; other completions stay queued. */
+static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *mr, void *local,
+                   size_t length, uint32_t layer, uint64_t remote_offset, int timeout_ms)
+{
+    railwire_op op = {.opcode = opc, .mr = mr, .local = local, .length = length,
+                      .layer = layer, .remote_offset = remote_offset};
+    railwire_handle h;
+    if (!rs)
+        return RAILWIRE_E_INVALID;
+    struct rw_waiter w = {.handle = 0};
+    if (rw_cond_init_monotonic(&w.cond) < 0)
+        return RAILWIRE_E_SYSTEM;
+    rs_lock(rs);
+    int rc = rw_submit_locked(rs, &op, &w, &h);
+    if (rc < 0) {
+        rs_unlock(rs);
+        pthread_cond_destroy(&w.cond);
+        return rc;
+    }
+    w.handle = h;
+    if (timeout_ms < 0 || timeout_ms > RW_MAX_WAIT_MS)
+        timeout_ms = RW_MAX_WAIT_MS;
+    int64_t deadline = rw_now_ms() + timeout_ms;
+    for (;;) {
+        struct rw_xfer *x;
+        for (x = rs->done_head; x; x = x->next)
+            if (x->handle == h)
+                break;
+        if (x) {
+            done_unlink(rs, x);
+            rc = x->status;
+            rw_xfer_free(rs, x);
+            break;
+        }
+        int left = rw_ms_left(deadline);
+        if (left == 0) {
+            /* Still pending: it completes later and is delivered by
+             * poll/wait like any other transfer. */
+            for (x = rs->active_head; x; x = x->next)
+                if (x->handle == h) {
+                    x->sync_owned = 0;
+                    x->waiter = NULL;
+                    rs->n_async++;
+                    break;
+                }
+            rw_warn("transfer %llu did not finish within %d ms; it stays pending",
+                    (unsigned long long)h, timeout_ms);
+            rc = RAILWIRE_E_TIMEOUT;
+            break;
+        }
+        /* Sleep only if this round finished nothing: a transfer failed by
+         * the op timeout or a failed post finishes with no completion
+         * polled, and sleeping then would wait for the whole timeout. */
+        size_t done_before = rs->n_done;
+        if (rw_progress(rs) == 0 && rs->n_done == done_before)
+            sleep_on_rails(rs, &w, left);
+    }
+    rs_unlock(rs);
+    pthread_cond_destroy(&w.cond);
+    return rc;
+}
+
+int railwire_read(railwire_railset *rs, railwire_mr *mr, void *local, size_t length, uint32_t layer,
+                  uint64_t remote_offset, int timeout_ms)
+{
+    return sync_op(rs, RAILWIRE_OP_READ, mr, local, length, layer, remote_offset, timeout_ms);
+}
+
+int railwire_write(railwire_railset *rs, railwire_mr *mr, const void *local, size_t length,
+                   uint32_t layer, uint64_t remote_offset, int timeout_ms)
+{
+    return sync_op(rs, RAILWIRE_OP_WRITE, mr, (void *)(uintptr_t)local, length, layer,
+                   remote_offset, timeout_ms);
+}

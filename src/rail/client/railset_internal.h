@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/* The railset's private structures, shared by the files of src/rail/ that
+ * implement the client: railset.c (life cycle, stats), mr.c, stripe.c
+ * (slicing and rail choice), progress.c (completions, poll/wait),
+ * failover.c (dead rails, re-issue) and railset_connect.c (the handshake).
+ *
+ * rw_railset_create_local() builds a railset over rails that are already
+ * connected; railwire_railset_connect() uses it after the handshake, and the
+ * unit tests use it over a mock transport, with no network. */
+#ifndef RW_RAIL_RAILSET_INTERNAL_H
+#define RW_RAIL_RAILSET_INTERNAL_H
+#if defined(RW_LAYER_RAIL_SERVER) || defined(RW_LAYER_RAIL_SESSION) || defined(RW_LAYER_RAIL_METRICS) || defined(RW_LAYER_BELOW_RAIL)
+#error "src/rail/client/ is private to the client (docs/architecture.md)"
+#endif
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <railwire/railset.h>
+
+#include "transport/transport.h"
+#include "wire/wire.h"
+
+#define RW_DEFAULT_SLICE_SIZE (512u * 1024u)
+#define RW_DEFAULT_QUEUE_DEPTH 16u
+#define RW_DEFAULT_CONNECT_TIMEOUT_MS 5000
+#define RW_DEFAULT_IO_TIMEOUT_MS 10000
+#define RW_DEFAULT_OP_TIMEOUT_MS 10000
+#define RW_POST_BATCH_MAX 32u         /* slices posted to one rail per scheduling round */
+
+struct rw_xfer;
+struct rw_healer;
+
+/* A thread that waits for completions while another one (the poller)
+ * sleeps in poll() for everybody.  Lives on the waiting thread's stack,
+ * linked in the railset's list while it waits; woken one at a time: for
+ * its own transfer (handle != 0, a synchronous helper), for an async
+ * completion (handle 0, railwire_wait), or to take over the polling. */
+struct rw_waiter {
+    pthread_cond_t cond;
+    railwire_handle handle;
+    int woken;
+    struct rw_waiter *prev, *next;
+};
+
+/* One session (one control connection) some rails of the railset belong
+ * to.  The railset opens session 0; every successful heal adds one.  Freed
+ * once no rail belongs to it any more. */
+struct rw_rsess {
+    unsigned id;
+    int fd;                   /* control connection, -1 if none or closed */
+    int had_ctrl;             /* it had a control connection (fd was >= 0) */
+    int ctrl_up;              /* the control connection is still open */
+    unsigned users;           /* rails that belong to it */
+    struct rw_rsess *next;
+};
+
+/* One piece of a transfer, carried by one work request.  Lives in its
+ * transfer's slice array; linked into exactly one list at a time: the
+ * railset's pending FIFO or its rail's outstanding list (oldest first). */
+struct rw_slice {
+    struct rw_xfer *xfer;
+    size_t offset;            /* from the start of the transfer */
+    uint32_t length;
+    int rail;                 /* rail carrying it, -1 while pending */
+    int64_t posted_ms;        /* when it was posted on `rail` */
+    unsigned tries;           /* times it was posted (and not merely taken back) */
+    struct rw_slice *prev, *next;
+};
+
+/* A doubly linked list of slices. */
+struct rw_slice_list {
+    struct rw_slice *head, *tail;
+    size_t count;
+};
+
+/* One submitted transfer.  Owned by the railset from submit until it has
+ * been delivered by poll/wait (or the railset is closed). */
+struct rw_xfer {
+    railwire_handle handle;
+    railwire_op op;
+    int status;               /* first error of any slice, 0 while fine */
+    int sync_owned;           /* a synchronous helper waits for it: poll/wait never deliver it */
+    struct rw_waiter *waiter; /* that helper, woken when it finishes */
+    size_t n_slices;
+    size_t n_done;            /* slices finished (success or final error) */
+    struct rw_slice *slices;  /* n_slices entries: `one` or owned */
+    struct rw_xfer *prev, *next; /* in the active or done list (next: in the pool) */
+    struct rw_slice one;      /* the slice of a single-slice transfer (no allocation) */
+};
+
+/* One rail: a domain and a connected ep, plus where the remote memory is as
+ * seen through this rail (each NIC may have its own base and rkey). */
+struct rw_rail {
+    unsigned index;
+    struct rw_domain *dom;    /* owned */
+    struct rw_ep *ep;         /* owned */
+    struct rw_mr_desc *remote; /* owned: RO layers or the RW arena (1 entry) */
+    unsigned n_remote;
+    unsigned depth;           /* bound on outstanding slices */
+    int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
+    uint64_t inflight_bytes;
+    struct rw_slice_list outstanding; /* change it through rw_rail_out_push/_remove */
+    int busy_pos;             /* index in the railset's busy set, -1 while nothing is outstanding */
+    struct rw_qp_id peer;     /* the server's identity of this rail (its GID says where) */
+    double inv_gbps;          /* 1 / stats.gbps: the load's scale, kept for the rail choice */
+    struct rw_rsess *sess;    /* the session it belongs to */
+    int64_t up_since_ms;      /* when it was (last) put in service */
+    railwire_rail_stats stats;
+};
+
+/* A local registration: one rw_mr per rail's domain. */
+struct railwire_mr {
+    railwire_railset *rs;
+    void *addr;
+    size_t len;
+    unsigned users;           /* unfinished transfers that use it */
+    struct rw_mr **per_rail;  /* owned: one per rail (NULL where none) */
+    struct rw_mr *staged;     /* healing: the registration on a rail being installed */
+    struct railwire_mr *prev, *next;
+};
+
+struct railwire_railset {
+    /* Thread safety: every public function takes `lock` (rs_lock/rs_unlock)
+     * and the internal functions run with it held.  One waiting thread at a
+     * time (the poller) sleeps in poll() on the rails' fds with the lock
+     * released; the others (struct rw_waiter) each wait on their own
+     * condition variable and are woken one at a time: a synchronous helper
+     * when its transfer finishes, an async waiter per async completion, and
+     * one of them to take over when the poller steps down.  A thread that
+     * finishes transfers while the poller sleeps kicks it through kick_fd,
+     * so no completion waits for the poller's timeout. */
+    pthread_mutex_t lock;
+    atomic_uint lock_waiters; /* threads blocked in rs_lock (contended only) */
+    int poller;               /* a thread sleeps in poll() for everyone */
+    struct rw_waiter *wait_head, *wait_tail; /* followers, oldest first */
+    size_t n_async_done;      /* async transfers finished and not yet delivered */
+    uint64_t done_gen;        /* bumped whenever a transfer finishes */
+    uint64_t poller_gen;      /* done_gen when the poller went to sleep (or was kicked) */
+    uint64_t rails_gen;       /* bumped when a rail is put in service (a new ep to poll) */
+    uint64_t poller_rails_gen; /* rails_gen when the poller built its poll set */
+    int kick_fd;              /* eventfd in the poller's poll set, -1 if none */
+    size_t n_async;           /* submitted by submit/submit_batch, not yet delivered */
+    struct rw_xfer *xfer_pool; /* freed transfers kept for reuse (no allocation per transfer) */
+    unsigned n_pool;
+    uint64_t *layer_max_base; /* per layer: the largest base_addr over the rails (overflow check) */
+    unsigned regs_busy;       /* registrations running without the lock */
+    struct rw_domain **graveyard; /* retired domains waiting for them (n_rails * 4 slots) */
+    const struct rw_transport_ops *ops;
+    enum railwire_dialect dialect;
+    unsigned n_rails;
+    unsigned n_live;
+    unsigned n_layers;        /* RO: layers per rail; RW: 1 */
+    size_t slice_size;        /* effective (<= every rail's max_msg) */
+    int op_timeout_ms;
+    uint64_t busy_poll_ns;    /* the poller's spin window before poll() sleeps, 0 = none */
+    uint64_t spin_idle_gen;   /* done_gen when a spin window last found nothing: no new
+                                 window opens until a transfer finishes */
+    unsigned max_tries;       /* posts per slice before its transfer fails, 0 = unbounded */
+    struct rw_rsess *sessions; /* every session a rail belongs to */
+    unsigned next_sess_id;
+    struct rw_healer *healer; /* NULL: healing off */
+    int all_down_timeout_ms;  /* with healing: no live rail this long fails everything */
+    int64_t all_down_since_ms; /* when the last live rail went down (n_live == 0) */
+    int all_down_expired;     /* the bound ran out: submits fail until a rail heals */
+    int64_t next_check_ms;    /* next control-connection and ep_check pass */
+    railwire_handle next_handle;
+    unsigned rr_start;        /* where the next rail choice starts scanning */
+    struct rw_rail *rails;    /* n_rails entries, owned */
+    struct rw_wr *post_wrs;   /* scheduling scratch: post_batch WRs per rail */
+    size_t *post_cnt;         /* scheduling scratch: WRs per rail this round */
+    unsigned post_batch;      /* slices handed to one rail per scheduling round */
+    double min_inv_gbps;      /* the smallest rails[i].inv_gbps (the fastest rail) */
+    unsigned *busy;           /* the rails with outstanding slices (n_busy of n_rails slots):
+                                 progress polls and checks only these */
+    unsigned n_busy;
+    unsigned n_blocked;       /* rails whose ep_post took fewer than offered */
+    struct rw_slice_list pending; /* slices waiting for a rail, in order */
+    struct rw_xfer *active_head, *active_tail; /* submitted, not finished */
+    struct rw_xfer *done_head, *done_tail;     /* finished, not delivered */
+    size_t n_done;
+    struct railwire_mr *mrs;  /* every live registration */
+    /* ops->mr_reg_multi (verbs: in parallel per device, reusing a device's
+     * registration), or NULL: mr_reg on each domain. */
+    int (*reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
+                     struct rw_mr **out);
+};
+
+/* Slices in flight per rail: queue_depth (0 = RW_DEFAULT_QUEUE_DEPTH), capped
+ * by the domain's queue size; at least 1. */
+unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom);
+
+/* rs_lock's path when the lock is taken: counts the thread in
+ * lock_waiters while it blocks. */
+void rs_lock_contended(railwire_railset *rs);
+/* Takes the railset's lock.  Inline: every API call takes it, and the
+ * uncontended path is one trylock. */
+static inline void rs_lock(railwire_railset *rs)
+{
+    if (pthread_mutex_trylock(&rs->lock) != 0)
+        rs_lock_contended(rs);
+}
+/* With the lock held: wakes an async waiter per async transfer finished
+ * since the last call. */
+void rs_notify(railwire_railset *rs);
+/* rs_release_prepare's work when another thread waits or polls. */
+void rs_release_slow(railwire_railset *rs);
+/* With the lock held, before anything that releases it (rs_unlock, a
+ * condition wait): rs_notify, and kicks a sleeping poller when transfers
+ * finished or a rail joined since it went to sleep.  With no other thread
+ * waiting or polling there is nobody to wake or kick. */
+static inline void rs_release_prepare(railwire_railset *rs)
+{
+    if (rs->wait_head || rs->poller)
+        rs_release_slow(rs);
+}
+/* Releases the lock, waking waiters (and kicking a sleeping poller) when
+ * transfers finished meanwhile. */
+static inline void rs_unlock(railwire_railset *rs)
+{
+    rs_release_prepare(rs);
+    pthread_mutex_unlock(&rs->lock);
+}
+/* With the lock held: wakes w (once). */
+void rs_wake(struct rw_waiter *w);
+/* A condition variable on CLOCK_MONOTONIC (the clock of every deadline).
+ * Returns 0 or -1. */
+int rw_cond_init_monotonic(pthread_cond_t *c);
+
+/* One rail handed to rw_railset_create_local(). */
+struct rw_rail_init {
+    struct rw_domain *dom;          /* ownership passes to the railset on success */
+    struct rw_ep *ep;               /* connected; ownership passes on success */
+    const struct rw_mr_desc *remote; /* copied */
+    unsigned n_remote;              /* RO: layer count (same on every rail); RW: 1 */
+    struct rw_qp_id peer;           /* the server's identity of the rail (zero: unknown) */
+};
+
+/* Builds a railset over `n` connected rails of transport `ops`, with the
+ * options of `o` (slice size, depth, op timeout, dialect, all-down bound,
+ * slice tries; healing itself is turned on by the caller with
+ * rw_heal_enable).  The rails belong to session 0, which has no control
+ * connection until the caller gives it one.  Returns 0 and *out (caller owns; railwire_railset_close), or
+ * RAILWIRE_E_INVALID / RAILWIRE_E_NOMEM, in which case nothing of `rails`
+ * was taken over. */
+int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
+                            const struct rw_rail_init *rails, unsigned n, railwire_railset **out);
+
+/* --- slice lists, outstanding lists and the busy set: railset_lists.h --- */
+
+/* --- mr.c --- */
+/* With the lock held (or at close): releases a registration no transfer uses. */
+void rw_mr_release(struct railwire_mr *mr);
+/* With the lock held: closes the domain of a replaced rail, or keeps it
+ * until no registration runs without the lock any more. */
+void rw_rail_retire_domain(railwire_railset *rs, struct rw_domain *dom);
+
+/* --- submit.c --- */
+/* With the lock held: validates and submits one transfer (sync != NULL: owned
+ * by that synchronous helper, woken when it finishes and never delivered by
+ * poll/wait).  Returns 0 and *handle, or the error (logged) with nothing
+ * submitted. */
+int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_waiter *sync,
+                     railwire_handle *handle);
+
+/* --- stripe.c --- */
+/* Cuts a validated op into slices and queues them at the tail of the
+ * pending FIFO.  Returns 0 and *out (linked in the active list), or
+ * RAILWIRE_E_NOMEM.  With `direct` (for a single-slice op while the
+ * pending FIFO is empty; ignored for more slices) the slice is left
+ * unqueued: the caller hands it to rw_stripe_post_one. */
+int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, struct rw_xfer **out);
+/* Posts s, the unqueued slice of a transfer submitted with `direct`, on the
+ * rail rw_stripe_pick_rail chooses, in one ep_post of one WR (no pending
+ * FIFO, no scheduling round).  When no rail takes it, it is queued in the
+ * pending FIFO and scheduled as usual (a refused post fails the rail over,
+ * a short one marks it blocked, as in a round). */
+void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s);
+/* rw_stripe_schedule's work when slices are pending and a rail is live. */
+void rw_stripe_schedule_run(railwire_railset *rs);
+/* Hands pending slices to live rails, least normalised load first, within
+ * each rail's depth; stops at the first slice no rail can take (FIFO).
+ * A rail whose ep_post fails is failed over.  Returns 0.  Inline: progress
+ * calls it on every round, mostly with nothing pending. */
+static inline int rw_stripe_schedule(railwire_railset *rs)
+{
+    if (rs->pending.head && rs->n_live > 0)
+        rw_stripe_schedule_run(rs);
+    return 0;
+}
+/* The rail (index) the next slice of `len` bytes would go to, -1 if none can
+ * take it now. */
+int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len);
+
+/* --- progress.c --- */
+/* Polls every live rail, accounts completions, checks op timeouts and
+ * schedules pending slices.  Returns the number of completions processed. */
+int rw_progress(railwire_railset *rs);
+/* Marks one slice finished with `status` (0 = its bytes moved); completes
+ * its transfer when it was the last one. */
+void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status);
+/* Frees a transfer (back to the railset's pool) and drops its
+ * registration's use count. */
+void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x);
+/* Recomputes layer_max_base after a rail's remote regions changed. */
+void rw_railset_update_bases(railwire_railset *rs);
+
+/* --- sessions (railset.c) --- */
+/* Adds a session with control connection fd (-1: none; ownership passes).
+ * Returns it, or NULL (out of memory: fd is closed). */
+struct rw_rsess *rw_rsess_add(railwire_railset *rs, int fd);
+/* Drops one rail's use of s; the last one closes its control connection
+ * and frees it. */
+void rw_rsess_unuse(railwire_railset *rs, struct rw_rsess *s);
+/* Checks every session's control connection without blocking; logs and
+ * records the ones that ended. */
+void rw_rsess_check(railwire_railset *rs);
+
+/* --- failover.c --- */
+/* Takes rail `i` down for `reason`: kills its ep, moves its unfinished
+ * slices to the front of the pending FIFO (or fails everything when no rail
+ * is left).  Idempotent. */
+void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason);
+/* Kills the ep of live rail i that is about to be replaced (healing moves
+ * it to a new session) and takes its unfinished slices back to the pending
+ * FIFO; the rail stays up.  The caller installs the new ep at once. */
+void rw_failover_rail_retire(railwire_railset *rs, unsigned i);
+/* Kills rails whose oldest outstanding slice is older than the op timeout. */
+void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms);
+/* Completes every unfinished transfer with `status` (no rail left). */
+void rw_failover_fail_all(railwire_railset *rs, int status);
+/* True when `status` of a completion means the rail itself failed. */
+static inline int rw_failover_is_rail_error(int status)
+{
+    return status != 0 && status != RAILWIRE_E_REMOTE_ACCESS;
+}
+/* With healing: fails everything once no rail has been live for the
+ * all-down bound.  Returns 1 when it did. */
+int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms);
+/* Asks each live rail's transport for out-of-band death signals
+ * (ops->ep_check) and fails over the dead ones. */
+void rw_failover_check_eps(railwire_railset *rs);
+
+#include "rail/client/railset_lists.h"
+
+#endif

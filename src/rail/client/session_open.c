@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/* rw_session_open: the control connection, the handshake and the rails of
+ * one session, brought up together or not at all. */
+#include "rail/client/session_open.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "rail/session/device_spec.h"
+#include "rail/session/handshake_drive.h"
+#include "common/parallel.h"
+#include "rail/client/railset_internal.h"
+#include "common/sock.h"
+
+/* Opens rail i's domain and creates its ep. */
+static int open_rail(const struct rw_session_spec *sp, struct rw_session_out *out, unsigned i)
+{
+    struct rw_domain_cfg dc = {.role = RW_ROLE_CLIENT, .gid_index = sp->gid_index,
+                               .mtu_cap = sp->mtu, .io_timeout_ms = sp->io_timeout_ms};
+    struct rw_domain_place place;
+    rw_domain_place_fill(&dc, &place, sp->ops, sp->local_addr[i], sp->device[i], i);
+    int rc = sp->ops->domain_open(&dc, &out->dom[i]);
+    if (rc < 0) {
+        rw_err("connect: rail %u: cannot open the local %s domain %s (%s)", i, sp->ops->name,
+               dc.device ? dc.device : "(default)", railwire_error_class(rc));
+        out->dom[i] = NULL;
+        return rc;
+    }
+    unsigned depth = rw_rail_depth(sp->queue_depth, out->dom[i]);
+    /* Not lazy: the server acks without waiting for our rail connections
+     * (a WIRE.md-only peer must see STATUS_OK), so each ep_connect waits
+     * for the server's verdict on its rail and a session is only handed
+     * out once every rail it needs is confirmed. */
+    struct rw_ep_cfg ec = {.depth = depth, .lazy_verdict = 0, .busy_poll_us = sp->busy_poll_us};
+    rc = sp->ops->ep_create(out->dom[i], &ec, &out->ep[i]);
+    if (rc < 0) {
+        rw_err("connect: rail %u (%s): cannot create an endpoint (%s)", i, out->dom[i]->name,
+               railwire_error_class(rc));
+        out->ep[i] = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+struct rail_connect_ctx {
+    const struct rw_session_spec *sp;
+    struct rw_session_out *out;
+};
+
+/* rw_parallel_for body: connects rail i to the server's side of it. */
+static int connect_rail(void *arg, unsigned i)
+{
+    struct rail_connect_ctx *r = arg;
+    int to = r->sp->io_timeout_ms > 0 ? r->sp->io_timeout_ms : RW_DEFAULT_IO_TIMEOUT_MS;
+    int rc = r->sp->ops->ep_connect(r->out->ep[i], &r->out->peer[i], to);
+
+    if (rc < 0) {
+        rw_err("connect: rail %u (%s): connecting to the server's rail failed (%s)", i,
+               r->out->dom[i]->name, railwire_error_class(rc));
+        if (r->sp->need) {
+            /* Partial mode: drop this rail, keep the others. */
+            r->sp->ops->ep_destroy(r->out->ep[i]);
+            r->out->ep[i] = NULL;
+            return 0;
+        }
+    }
+    return rc;
+}
+
+/* Copies what the server published for each rail into *out. */
+static int take_reply(const struct rw_session_spec *sp, const struct rw_server_reply *rep,
+                      struct rw_session_out *out)
+{
+    unsigned n = sp->n_rails;
+    if (sp->dialect == RAILWIRE_DIALECT_RO) {
+        for (unsigned i = 1; i < n; i++) {
+            if (rep->ro[i].n_layers != rep->ro[0].n_layers) {
+                rw_err("connect: the server published %u layers on rail %u but %u on rail 0; "
+                       "every rail must carry the same layers", rep->ro[i].n_layers, i,
+                       rep->ro[0].n_layers);
+                return RAILWIRE_E_PROTOCOL;
+            }
+        }
+        if (sp->expect_layers && rep->ro[0].n_layers != sp->expect_layers) {
+            rw_err("connect: the server now publishes %u layer(s) but this railset was opened "
+                   "with %u; a railset only heals onto the same layers (reconnect to use the new "
+                   "ones)", rep->ro[0].n_layers, sp->expect_layers);
+            return RAILWIRE_E_PROTOCOL;
+        }
+        out->n_remote = rep->ro[0].n_layers;
+    } else {
+        out->n_remote = 1;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        out->remote[i] = calloc(out->n_remote, sizeof(*out->remote[i]));
+        if (!out->remote[i]) {
+            rw_err("connect: out of memory");
+            return RAILWIRE_E_NOMEM;
+        }
+        if (sp->dialect == RAILWIRE_DIALECT_RO) {
+            memcpy(out->remote[i], rep->ro[i].layers, out->n_remote * sizeof(*out->remote[i]));
+            out->peer[i] = rep->ro[i].qp;
+        } else {
+            out->remote[i][0] = rep->rw[i].arena;
+            out->peer[i] = rep->rw[i].qp;
+        }
+    }
+    return 0;
+}
+
+int rw_session_open(const struct rw_session_spec *sp, struct rw_session_out *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->fd = -1;
+    if (!sp || !sp->ops || !sp->host || !sp->port || sp->n_rails == 0 ||
+        sp->n_rails > (sp->dialect == RAILWIRE_DIALECT_RO ? RAILWIRE_MAX_RO_RAILS
+                                                          : RAILWIRE_MAX_RAILS)) {
+        rw_err("connect: invalid session spec");
+        return RAILWIRE_E_INVALID;
+    }
+    out->n_rails = sp->n_rails;
+    int fd = -1;
+    int rc = rw_sock_connect(sp->host, sp->port, sp->connect_timeout_ms, &fd);
+    if (rc < 0)
+        return rc;
+    /* The control connection is one liveness signal of the session: a server
+     * that vanished without a FIN must still show as ended in the stats. */
+    rw_sock_keepalive(fd, sp->io_timeout_ms > 0 ? sp->io_timeout_ms : RW_DEFAULT_IO_TIMEOUT_MS);
+    struct rw_hs_client hs;
+    rc = rw_hs_client_init(&hs, sp->dialect, sp->n_rails);
+    if (rc < 0) {
+        rw_err("connect: cannot start the handshake (%s)", railwire_error_class(rc));
+        close(fd);
+        return rc;
+    }
+    struct rw_hs_io *io = malloc(sizeof(*io));
+    if (!io) {
+        rc = RAILWIRE_E_NOMEM;
+        rw_err("connect: out of memory");
+        goto out_hs;
+    }
+    rw_hs_io_init(io, fd, sp->io_timeout_ms);
+
+    rc = rw_hs_client_drive(io, &hs);
+    if (rc < 0)
+        goto out_io;
+    if (hs.state != RW_HS_NEED_LOCAL) {
+        rw_err("connect: handshake ended before the params");
+        rc = RAILWIRE_E_PROTOCOL;
+        goto out_io;
+    }
+    rc = take_reply(sp, rw_hs_client_reply(&hs), out);
+    if (rc < 0)
+        goto out_io;
+
+    struct rw_qp_id ids[RAILWIRE_MAX_RAILS];
+    for (unsigned i = 0; i < sp->n_rails; i++) {
+        rc = open_rail(sp, out, i);
+        if (rc < 0)
+            goto out_io;
+        ids[i] = out->ep[i]->local;
+    }
+    rc = rw_hs_client_set_local(&hs, ids, sp->n_rails);
+    if (rc < 0) {
+        rw_err("connect: the handshake refused our ids (%s)", railwire_error_class(rc));
+        goto out_io;
+    }
+    /* The whole conversation first: our ids out, the ack in.  The server
+     * acks once its side of every rail is ready (verbs: RTR/RTS; tcp:
+     * expecting our connections), so a refusal is reported as `refused`
+     * before any rail is dialled, against any peer that speaks WIRE.md. */
+    rc = rw_hs_client_drive(io, &hs);
+    if (rc < 0)
+        goto out_io;
+    if (hs.state != RW_HS_DONE) {
+        rw_err("connect: handshake did not finish");
+        rc = RAILWIRE_E_PROTOCOL;
+        goto out_io;
+    }
+    /* Then the rails.  Each rail's connect waits for its own round trips
+     * (tcp: connect, hello, verdict); run them side by side so n rails cost
+     * about one. */
+    struct rail_connect_ctx rcx = {sp, out};
+    rc = rw_parallel_for(sp->n_rails, sp->n_rails > 1, connect_rail, &rcx);
+    if (rc < 0)
+        goto out_io;
+    if (sp->need) {
+        unsigned up = 0;
+        for (unsigned i = 0; i < sp->n_rails; i++)
+            up += sp->need[i] && out->ep[i];
+        if (up == 0) {
+            rw_warn("connect: none of the rails this session was opened for came up");
+            rc = RAILWIRE_E_CONNECT;
+            goto out_io;
+        }
+    }
+    free(io);
+    rw_hs_client_fini(&hs);
+    out->fd = fd;
+    return 0;
+
+out_io:
+    free(io);
+out_hs:
+    rw_hs_client_fini(&hs);
+    close(fd);
+    rw_session_close(sp->ops, out);
+    return rc;
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/* Striping: cut transfers into slices and hand them to rails by weight
+ * (the domain's link speed) and load (bytes in flight), within each rail's
+ * depth.  What no rail can take waits in the pending FIFO, in order. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "rail/client/railset_internal.h"
+
+
+int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, struct rw_xfer **out)
+{
+    size_t slice = rs->slice_size;
+    /* No division for the common single-slice transfer. */
+    size_t n = op->length <= slice ? 1 : op->length / slice + (op->length % slice ? 1 : 0);
+    struct rw_xfer *x = rs->xfer_pool;
+    if (x) {
+        rs->xfer_pool = x->next;
+        rs->n_pool--;
+    } else {
+        x = malloc(sizeof(*x));
+    }
+    struct rw_slice *s = NULL;
+    if (x)
+        s = n == 1 ? &x->one : malloc(n * sizeof(*s)); /* n <= the registration's length: fits */
+    if (!s) {
+        free(x);
+        rw_err("submit: out of memory for a transfer of %zu bytes (%zu slices)", op->length, n);
+        return RAILWIRE_E_NOMEM;
+    }
+    /* Every field is stored below (no memset of the transfer or its slices:
+     * the lists link them, the rest is set here). */
+    x->handle = rs->next_handle++;
+    x->op = *op;
+    x->status = 0;
+    x->sync_owned = 0;
+    x->waiter = NULL;
+    x->n_slices = n;
+    x->n_done = 0;
+    x->slices = s;
+    x->next = NULL;
+    for (size_t i = 0; i < n; i++) {
+        s[i].xfer = x;
+        s[i].offset = i * slice;
+        size_t left = op->length - s[i].offset;
+        s[i].length = (uint32_t)(left < slice ? left : slice);
+        s[i].rail = -1;
+        s[i].posted_ms = 0;
+        s[i].tries = 0;
+        if (!direct || n != 1)
+            rw_slice_list_push_tail(&rs->pending, &s[i]);
+    }
+    op->mr->users++;
+    x->prev = rs->active_tail;
+    if (rs->active_tail)
+        rs->active_tail->next = x;
+    else
+        rs->active_head = x;
+    rs->active_tail = x;
+    *out = x;
+    return 0;
+}
+
+int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
+{
+    int best = -1;
+    double best_load = 0;
+    /* Start the scan at a rotating rail so that equal loads do not always
+     * favour the lowest index; no division or modulo per rail. */
+    unsigned i = rs->rr_start < rs->n_rails ? rs->rr_start : 0;
+    for (unsigned k = 0; k < rs->n_rails; k++, i++) {
+        if (i == rs->n_rails)
+            i = 0;
+        const struct rw_rail *r = &rs->rails[i];
+        if (r->stats.state != RAILWIRE_RAIL_UP || r->blocked || r->outstanding.count >= r->depth)
+            continue;
+        /* An idle rail of the fastest kind: nothing can be less loaded (every
+         * other load is at least len * min_inv_gbps), so no load computed. */
+        if (r->inflight_bytes == 0 && r->inv_gbps <= rs->min_inv_gbps)
+            return (int)i;
+        double load = (double)(r->inflight_bytes + len) * r->inv_gbps;
+        if (best < 0 || load < best_load) {
+            best = (int)i;
+            best_load = load;
+        }
+    }
+    return best;
+}
+
+static inline void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const struct rw_slice *s,
+                    struct rw_wr *wr)
+{
+    const railwire_op *op = &s->xfer->op;
+    uint32_t layer = rs->dialect == RAILWIRE_DIALECT_RO ? op->layer : 0;
+    wr->wr_id = (uint64_t)(uintptr_t)s;
+    wr->opcode = op->opcode == RAILWIRE_OP_WRITE ? RW_OP_WRITE : RW_OP_READ;
+    wr->local = (char *)op->local + s->offset;
+    wr->mr = op->mr->per_rail[r->index];
+    wr->length = s->length;
+    wr->remote_addr = r->remote[layer].base_addr + op->remote_offset + s->offset;
+    wr->rkey = r->remote[layer].rkey;
+    wr->signaled = 1;
+}
+
+/* Takes the last `k` slices of rail r's outstanding list back to the front
+ * of the pending FIFO, in order. */
+static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
+{
+    struct rw_slice_list back = {0};
+    for (size_t j = 0; j < k; j++) {
+        struct rw_slice *s = r->outstanding.tail;
+        rw_rail_out_remove(rs, r, s);
+        r->inflight_bytes -= s->length;
+        s->rail = -1;
+        s->tries--; /* never reached the transport */
+        struct rw_slice_list one = {s, s, 1};
+        rw_slice_list_prepend(&back, &one);
+    }
+    rw_slice_list_prepend(&rs->pending, &back);
+}
+
+void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s)
+{
+    int ri = rw_stripe_pick_rail(rs, s->length);
+    if (ri < 0) {
+        rw_slice_list_push_tail(&rs->pending, s);
+        rw_stripe_schedule(rs);
+        return;
+    }
+    struct rw_rail *r = &rs->rails[ri];
+    struct rw_wr wr;
+    fill_wr(rs, r, s, &wr);
+    rs->rr_start = (unsigned)ri + 1;
+    s->rail = ri;
+    s->posted_ms = rw_now_ms();
+    s->tries++;
+    rw_rail_out_push(rs, r, s);
+    r->inflight_bytes += s->length;
+    int rc = rs->ops->ep_post(r->ep, &wr, 1);
+    if (rc > 0)
+        return;
+    /* Not taken: back to the (empty) pending FIFO, and on as
+     * schedule_round does with a refused post. */
+    unpost_tail(rs, r, 1);
+    if (rc < 0) {
+        rw_warn("rail %u (%s): posting failed (%s); failing over", (unsigned)ri, r->stats.name,
+                railwire_strerror(rc));
+        rw_failover_rail_down(rs, (unsigned)ri, rc);
+    } else {
+        if (!r->blocked)
+            rs->n_blocked++;
+        r->blocked = 1;
+    }
+    rw_stripe_schedule(rs);
+}
+
+/* One round: assign up to post_batch slices per rail, then post them.
+ * Returns the number of slices accepted by the transports. */
+static size_t schedule_round(railwire_railset *rs)
+{
+    size_t *cnt = rs->post_cnt;
+    const unsigned batch = rs->post_batch;
+    int64_t now = 0;
+    unsigned used_lo = rs->n_rails, used_hi = 0;
+
+    while (rs->pending.head) {
+        struct rw_slice *s = rs->pending.head;
+        int ri = rw_stripe_pick_rail(rs, s->length);
+        if (ri < 0 || cnt[ri] == batch)
+            break;
+        if (!now)
+            now = rw_now_ms(); /* one clock read per round, only when something is posted */
+        if ((unsigned)ri < used_lo)
+            used_lo = (unsigned)ri;
+        if ((unsigned)ri >= used_hi)
+            used_hi = (unsigned)ri + 1;
+        struct rw_rail *r = &rs->rails[ri];
+        rs->rr_start = (unsigned)ri + 1;
+        rw_slice_list_remove(&rs->pending, s);
+        s->rail = ri;
+        s->posted_ms = now;
+        s->tries++;
+        rw_rail_out_push(rs, r, s);
+        r->inflight_bytes += s->length;
+        fill_wr(rs, r, s, &rs->post_wrs[(size_t)ri * batch + cnt[ri]++]);
+    }
+
+    size_t accepted = 0;
+    for (unsigned i = used_lo; i < used_hi; i++) {
+        if (!cnt[i])
+            continue;
+        struct rw_rail *r = &rs->rails[i];
+        size_t n = cnt[i];
+        cnt[i] = 0;
+        int rc = rs->ops->ep_post(r->ep, &rs->post_wrs[(size_t)i * batch], n);
+        if (rc < 0) {
+            unpost_tail(rs, r, n);
+            rw_warn("rail %u (%s): posting failed (%s); failing over", i, r->stats.name,
+                    railwire_strerror(rc));
+            rw_failover_rail_down(rs, i, rc);
+            continue;
+        }
+        if ((size_t)rc > n)
+            rc = (int)n;
+        accepted += (size_t)rc;
+        if ((size_t)rc < n) {
+            unpost_tail(rs, r, n - (size_t)rc);
+            if (!r->blocked)
+                rs->n_blocked++;
+            r->blocked = 1;
+        }
+    }
+    return accepted;
+}
+
+void rw_stripe_schedule_run(railwire_railset *rs)
+{
+    while (rs->pending.head && rs->n_live > 0) {
+        unsigned live = rs->n_live;
+        if (schedule_round(rs) == 0 && rs->n_live == live)
+            break;
+    }
+}

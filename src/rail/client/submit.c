@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* railwire_submit / railwire_submit_batch: validate a transfer, then hand it
+ * to the striper.  Nothing here touches the network except through
+ * rw_stripe_schedule(), which never blocks. */
+#include <stdint.h>
+
+#include "common/log.h"
+#include "rail/client/railset_internal.h"
+
+/* Returns 0 when `op` is a transfer this railset can carry, else the error
+ * (logged). */
+static int validate(const railwire_railset *rs, const railwire_op *op)
+{
+    if (op->opcode != RAILWIRE_OP_READ && op->opcode != RAILWIRE_OP_WRITE) {
+        rw_err("submit: unknown opcode %d", (int)op->opcode);
+        return RAILWIRE_E_INVALID;
+    }
+    if (op->length == 0) {
+        rw_err("submit: length must be at least 1 byte");
+        return RAILWIRE_E_INVALID;
+    }
+    const struct railwire_mr *mr = op->mr;
+    if (!mr || mr->rs != rs) {
+        rw_err("submit: the op's mr is %s", mr ? "registered on another railset" : "NULL");
+        return RAILWIRE_E_INVALID;
+    }
+    uintptr_t lo = (uintptr_t)mr->addr, p = (uintptr_t)op->local;
+    if (!op->local || p < lo || p - lo > mr->len || op->length > mr->len - (p - lo)) {
+        rw_err("submit: local range [%p, +%zu) is not inside the registration [%p, +%zu)",
+               op->local, op->length, mr->addr, mr->len);
+        return RAILWIRE_E_INVALID;
+    }
+    uint32_t layer = rs->dialect == RAILWIRE_DIALECT_RO ? op->layer : 0;
+    if (layer >= rs->n_layers) {
+        rw_err("submit: layer %u does not exist: the server published %u layer(s)", op->layer,
+               rs->n_layers);
+        return RAILWIRE_E_REMOTE_ACCESS;
+    }
+    if (op->remote_offset > UINT64_MAX - op->length) {
+        rw_err("submit: remote offset %llu + length %zu overflows",
+               (unsigned long long)op->remote_offset, op->length);
+        return RAILWIRE_E_INVALID;
+    }
+    uint64_t end = op->remote_offset + op->length;
+    if (rs->layer_max_base[layer] > UINT64_MAX - end) {
+        rw_err("submit: remote offset %llu + length %zu overflows the address space of a "
+               "rail's region (base up to 0x%llx)", (unsigned long long)op->remote_offset,
+               op->length, (unsigned long long)rs->layer_max_base[layer]);
+        return RAILWIRE_E_REMOTE_ACCESS;
+    }
+    return 0;
+}
+
+int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_waiter *sync,
+                     railwire_handle *handle)
+{
+    if (rs->n_live == 0 && (!rs->healer || rs->all_down_expired)) {
+        rw_err("submit: every rail of the railset is down");
+        return RAILWIRE_E_ALL_RAILS_DOWN;
+    }
+    int rc = validate(rs, op);
+    if (rc < 0)
+        return rc;
+    struct rw_xfer *x;
+    /* A single-slice transfer with nothing queued before it is posted at
+     * once, past the pending FIFO and the scheduling round. */
+    int direct = !rs->pending.head && op->length <= rs->slice_size;
+    rc = rw_stripe_submit(rs, op, direct, &x);
+    if (rc < 0)
+        return rc;
+    x->sync_owned = sync != NULL;
+    x->waiter = sync;
+    if (!sync)
+        rs->n_async++;
+    *handle = x->handle;
+    if (direct)
+        rw_stripe_post_one(rs, &x->one);
+    else
+        rw_stripe_schedule(rs);
+    return 0;
+}
+
+int railwire_submit(railwire_railset *rs, const railwire_op *op, railwire_handle *handle)
+{
+    if (!rs || !op || !handle) {
+        rw_err("submit: NULL railset, op or handle");
+        return RAILWIRE_E_INVALID;
+    }
+    rs_lock(rs);
+    int rc = rw_submit_locked(rs, op, NULL, handle);
+    rs_unlock(rs);
+    return rc;
+}
+
+int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n,
+                          railwire_handle *handles)
+{
+    if (!rs || (n && (!ops || !handles))) {
+        rw_err("submit_batch: NULL railset, ops or handles");
+        return RAILWIRE_E_INVALID;
+    }
+    if (n > INT32_MAX)
+        n = INT32_MAX;
+    rs_lock(rs);
+    if (n && rs->n_live == 0 && (!rs->healer || rs->all_down_expired)) {
+        rs_unlock(rs);
+        rw_err("submit_batch: every rail of the railset is down");
+        return RAILWIRE_E_ALL_RAILS_DOWN;
+    }
+    size_t k;
+    int rc = 0;
+    for (k = 0; k < n; k++) {
+        rc = validate(rs, &ops[k]);
+        if (rc < 0)
+            break;
+        struct rw_xfer *x;
+        rc = rw_stripe_submit(rs, &ops[k], 0, &x);
+        if (rc < 0)
+            break;
+        rs->n_async++;
+        handles[k] = x->handle;
+    }
+    rw_stripe_schedule(rs);
+    rs_unlock(rs);
+    if (k == 0 && rc < 0)
+        return rc;
+    return (int)k;
+}

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/* The server: options, publishing the memory on every domain once, the
+ * listeners, and tearing everything down in bounded time.  The serving
+ * itself runs on the event loop (server_loop.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/busy_poll.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "rail/session/device_spec.h"
+#include "common/parallel.h"
+#include "rail/server/server_internal.h"
+#include "common/sock.h"
+#include "transport/select.h"
+
+#define RW_SERVER_BACKLOG 1024
+
+void railwire_server_opts_init(railwire_server_opts *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof(*o));
+    o->dialect = RAILWIRE_DIALECT_RO;
+    o->transport = RAILWIRE_TRANSPORT_AUTO;
+    o->listen_host = "0.0.0.0";
+    o->listen_port = "0";
+    o->gid_index = -1;
+    o->max_rails_per_client = RW_MAX_RW_RAILS; /* RO requests are bounded to 8 by the wire */
+    o->max_clients = 64;
+    o->io_timeout_ms = 10000;
+    o->session_linger_ms = RW_DEFAULT_SESSION_LINGER_MS;
+    o->max_sessions_per_peer = RW_DEFAULT_MAX_PER_PEER;
+    o->max_pending = RW_DEFAULT_MAX_PENDING;
+    o->first_byte_timeout_ms = RW_DEFAULT_FIRST_BYTE_MS;
+}
+
+static int check_opts(const railwire_server_opts *o)
+{
+    uint64_t total = 0;
+    if (rw_busy_poll_check("server", o->busy_poll_us) < 0)
+        return RAILWIRE_E_INVALID;
+    if (o->dialect == RAILWIRE_DIALECT_RO) {
+        if (!o->layers || o->n_layers == 0 || o->n_layers > RW_MAX_LAYERS) {
+            rw_err("server: the RO dialect needs 1..%d layers (got %u)", RW_MAX_LAYERS,
+                   o->n_layers);
+            return RAILWIRE_E_INVALID;
+        }
+        for (unsigned i = 0; i < o->n_layers; i++) {
+            if (!o->layers[i].addr || o->layers[i].len == 0) {
+                rw_err("server: layer %u is empty", i);
+                return RAILWIRE_E_INVALID;
+            }
+            total += o->layers[i].len;
+        }
+    } else if (o->dialect == RAILWIRE_DIALECT_RW) {
+        if (!o->arena.addr || o->arena.len == 0) {
+            rw_err("server: the RW dialect needs an arena");
+            return RAILWIRE_E_INVALID;
+        }
+        total = o->arena.len;
+    } else {
+        rw_err("server: unknown dialect %d", (int)o->dialect);
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->max_bytes && total > o->max_bytes) {
+        rw_err("server: %llu bytes to publish exceed the cap of %llu bytes (max_bytes)",
+               (unsigned long long)total, (unsigned long long)o->max_bytes);
+        return RAILWIRE_E_LIMIT;
+    }
+    if ((o->n_rail_addrs && !o->rail_addrs) || (o->n_devices && !o->devices)) {
+        rw_err("server: n_rail_addrs %u / n_devices %u given without the array", o->n_rail_addrs,
+               o->n_devices);
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->max_rails_per_client == 0 || o->max_rails_per_client > RW_MAX_RW_RAILS) {
+        rw_err("server: max_rails_per_client %u is not 1..%d", o->max_rails_per_client,
+               RW_MAX_RW_RAILS);
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->max_clients == 0) {
+        rw_err("server: max_clients must be at least 1");
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->max_pending == 0) {
+        rw_err("server: max_pending must be at least 1");
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->first_byte_timeout_ms < 0) {
+        rw_err("server: first_byte_timeout_ms %d is negative", o->first_byte_timeout_ms);
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->session_linger_ms < 0) {
+        rw_err("server: session_linger_ms %d is negative", o->session_linger_ms);
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->n_listen_hosts > RW_SERVER_MAX_LISTENERS || (o->n_listen_hosts && !o->listen_hosts)) {
+        rw_err("server: %u listen hosts given; 1..%d, with the array", o->n_listen_hosts,
+               RW_SERVER_MAX_LISTENERS);
+        return RAILWIRE_E_INVALID;
+    }
+    return 0;
+}
+
+static void close_domain(const struct rw_transport_ops *ops, struct rw_srv_domain *d)
+{
+    for (unsigned k = d->n; k-- > 0;)
+        if (d->mrs && d->mrs[k])
+            ops->mr_dereg(d->mrs[k]);
+    free(d->mrs);
+    free(d->descs);
+    if (d->dom)
+        ops->domain_close(d->dom);
+    memset(d, 0, sizeof(*d));
+}
+
+struct open_ctx {
+    struct railwire_server *srv;
+    const railwire_server_opts *o;
+};
+
+static int open_domain(void *arg, unsigned i)
+{
+    struct open_ctx *cx = arg;
+    struct railwire_server *srv = cx->srv;
+    const railwire_server_opts *o = cx->o;
+    struct rw_srv_domain *d = &srv->doms[i];
+    struct rw_domain_cfg dc = {.role = RW_ROLE_SERVER, .gid_index = o->gid_index,
+                               .mtu_cap = o->mtu, .io_timeout_ms = o->io_timeout_ms,
+                               .busy_poll_us = o->busy_poll_us};
+    struct rw_domain_place place;
+    /* i runs over the domains of the transport in use (n_rail_addrs for
+     * tcp, n_devices for verbs): the other list may be shorter. */
+    const char *addr = o->n_rail_addrs ? o->rail_addrs[i % o->n_rail_addrs]
+                                       : srv->listen_addr[i % srv->n_lfd];
+    const char *dev = o->n_devices ? o->devices[i % o->n_devices]
+                      : srv->defaults ? srv->defaults[i].device : NULL;
+    rw_domain_place_fill(&dc, &place, srv->ops, addr, dev, i);
+    int rc = srv->ops->domain_open(&dc, &d->dom);
+    if (rc < 0) {
+        d->dom = NULL;
+        rw_err("server: cannot open the %s domain %s (%s)", srv->ops->name,
+               dc.device ? dc.device : "(default)", railwire_error_class(rc));
+        return rc;
+    }
+    unsigned n = srv->dialect == RAILWIRE_DIALECT_RO ? o->n_layers : 1;
+    d->mrs = calloc(n, sizeof(*d->mrs));
+    d->descs = calloc(n, sizeof(*d->descs));
+    if (!d->mrs || !d->descs) {
+        rw_err("server: out of memory");
+        return RAILWIRE_E_NOMEM;
+    }
+    d->n = n;
+    for (unsigned k = 0; k < n; k++) {
+        const railwire_region *reg =
+            srv->dialect == RAILWIRE_DIALECT_RO ? &o->layers[k] : &o->arena;
+        int access = srv->dialect == RAILWIRE_DIALECT_RO
+                         ? RW_ACCESS_REMOTE_READ
+                         : RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE;
+        uint64_t t0 = rw_now_ns();
+        rc = srv->ops->mr_reg(d->dom, reg->addr, reg->len, access, &d->mrs[k]);
+        if (rc == 0)
+            rw_srv_count_registration(srv, reg->len, rw_now_ns() - t0);
+        if (rc < 0) {
+            d->mrs[k] = NULL;
+            rw_err("server: registering %s %u (%zu bytes) on %s failed (%s)",
+                   srv->dialect == RAILWIRE_DIALECT_RO ? "layer" : "arena", k, reg->len,
+                   d->dom->name, railwire_error_class(rc));
+            return rc;
+        }
+        d->descs[k].base_addr = d->mrs[k]->remote_base;
+        d->descs[k].rkey = d->mrs[k]->rkey;
+    }
+    return 0;
+}
+
+/* Binds every control address on one port.  tcp rails without rail_addrs
+ * listen where the control port does: each listener's numeric address is
+ * kept, even when the host was a name. */
+static int listen_all(struct railwire_server *srv, const railwire_server_opts *o)
+{
+    const char *one = o->listen_host;
+    const char *const *hosts = o->n_listen_hosts ? o->listen_hosts : &one;
+    unsigned n = o->n_listen_hosts ? o->n_listen_hosts : 1;
+    const char *port = o->listen_port ? o->listen_port : "0";
+    char bound[16];
+
+    for (unsigned i = 0; i < n; i++) {
+        int rc = rw_sock_listen(hosts[i], port, RW_SERVER_BACKLOG, &srv->lfd[i]);
+        if (rc < 0)
+            return rc;
+        srv->n_lfd = i + 1;
+        if (i == 0) {
+            srv->port = rw_sock_local_port(srv->lfd[0]);
+            snprintf(bound, sizeof(bound), "%u", srv->port);
+            port = bound; /* the others share the first one's port */
+        }
+        rw_sock_host(srv->lfd[i], srv->listen_addr[i], sizeof(srv->listen_addr[i]));
+    }
+    return 0;
+}
+
+int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
+{
+    if (!o || !out) {
+        rw_err("server: NULL options or out");
+        return RAILWIRE_E_INVALID;
+    }
+    int rc = check_opts(o);
+    if (rc < 0)
+        return rc;
+    struct railwire_server *srv = calloc(1, sizeof(*srv));
+    if (!srv) {
+        rw_err("server: out of memory");
+        return RAILWIRE_E_NOMEM;
+    }
+    srv->dialect = o->dialect;
+    srv->max_rails = o->max_rails_per_client;
+    srv->max_clients = o->max_clients;
+    srv->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 10000;
+    srv->linger_ms = o->session_linger_ms;
+    srv->max_per_peer = o->max_sessions_per_peer;
+    srv->max_pending = o->max_pending;
+    srv->first_byte_ms = o->first_byte_timeout_ms > 0 ? o->first_byte_timeout_ms
+                                                      : RW_DEFAULT_FIRST_BYTE_MS;
+    if (srv->first_byte_ms > srv->io_timeout_ms)
+        srv->first_byte_ms = srv->io_timeout_ms;
+    srv->epfd = srv->wake_fd = -1;
+    atomic_init(&srv->stop, 0);
+    pthread_mutex_init(&srv->stats_lock, NULL);
+    rc = rw_srv_allow_parse(srv, o->allow, o->n_allow);
+    if (rc < 0)
+        goto fail;
+    rc = rw_transport_select(o->transport, &srv->ops);
+    if (rc < 0)
+        goto fail;
+    rc = listen_all(srv, o);
+    if (rc < 0)
+        goto fail;
+    unsigned nd = srv->ops->places_by_device ? o->n_devices : o->n_rail_addrs;
+    if (nd == 0 && srv->ops->places_by_device) {
+        /* No devices named: serve on every active port (or RAILWIRE_DEVICES). */
+        srv->defaults = calloc(RAILWIRE_MAX_DEFAULT_PLACES, sizeof(*srv->defaults));
+        int n = srv->defaults ? rw_default_places(srv->ops, srv->defaults,
+                                                  RAILWIRE_MAX_DEFAULT_PLACES) : 0;
+        if (n > 0)
+            nd = (unsigned)n;
+    }
+    if (nd == 0)
+        nd = srv->n_lfd; /* tcp: rails listen where the control port does */
+    if (nd > RW_MAX_RW_RAILS) {
+        rw_err("server: %u rail addresses/devices; at most %d", nd, RW_MAX_RW_RAILS);
+        rc = RAILWIRE_E_INVALID;
+        goto fail;
+    }
+    srv->doms = calloc(nd, sizeof(*srv->doms));
+    if (!srv->doms) {
+        rc = RAILWIRE_E_NOMEM;
+        rw_err("server: out of memory");
+        goto fail;
+    }
+    srv->n_doms = nd;
+    /* Registering big memory is slow: each device registers in parallel. */
+    struct open_ctx ocx = {srv, o};
+    rc = rw_parallel_for(nd, 1, open_domain, &ocx);
+    if (rc < 0)
+        goto fail;
+    rc = rw_srv_loop_start(srv);
+    if (rc < 0)
+        goto fail;
+    rw_info("server: %s dialect on port %u (%u address(es)) over %s (%u domain(s)), session "
+            "linger %d ms; admission: %u sessions, %u per peer%s, %u pending, first byte "
+            "within %d ms, %s", srv->dialect == RAILWIRE_DIALECT_RO ? "RO" : "RW", srv->port,
+            srv->n_lfd, srv->ops->name, nd, srv->linger_ms, srv->max_clients, srv->max_per_peer,
+            srv->max_per_peer ? "" : " (no cap)", srv->max_pending, srv->first_byte_ms,
+            srv->n_allow ? "allowlist" : "every address may connect");
+    *out = srv;
+    return 0;
+
+fail:
+    railwire_server_destroy(srv);
+    return rc;
+}
+
+unsigned railwire_server_port(const railwire_server *srv)
+{
+    return srv ? srv->port : 0;
+}
+
+void railwire_server_destroy(railwire_server *srv)
+{
+    if (!srv)
+        return;
+    rw_srv_loop_stop(srv);
+    for (unsigned i = 0; i < srv->n_lfd; i++)
+        close(srv->lfd[i]);
+    if (srv->doms)
+        for (unsigned i = srv->n_doms; i-- > 0;)
+            close_domain(srv->ops, &srv->doms[i]);
+    rw_srv_peers_free(srv);
+    free(srv->doms);
+    free(srv->defaults);
+    free(srv->allow);
+    pthread_mutex_destroy(&srv->stats_lock);
+    free(srv);
+}

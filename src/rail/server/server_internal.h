@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* The server's private structures, shared by its files:
+ *   server.c          create (options, domains, listeners), destroy, getters
+ *   server_loop.c     the event loop thread: epoll, accept, timers
+ *   server_admit.c    allowlist, per-peer counts, the pending pool
+ *   server_session.c  one connection: the handshake, then the session
+ *   server_stats.c    counters
+ * Everything below `loop-owned` is touched by the loop thread only (and by
+ * create/destroy while no loop runs); the stats take their own lock. */
+#ifndef RW_RAIL_SERVER_INTERNAL_H
+#define RW_RAIL_SERVER_INTERNAL_H
+#if defined(RW_LAYER_RAIL_CLIENT) || defined(RW_LAYER_RAIL_SESSION) || defined(RW_LAYER_RAIL_METRICS) || defined(RW_LAYER_BELOW_RAIL)
+#error "src/rail/server/ is private to the server (docs/architecture.md)"
+#endif
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include <railwire/server.h>
+
+#include "rail/session/device_spec.h"
+#include "transport/transport.h"
+#include "wire/handshake.h"
+#include "wire/wire.h"
+
+#define RW_SERVER_MAX_REJECTING 64      /* connections closing gracefully at once */
+#define RW_SERVER_MAX_LISTENERS 16
+#define RW_DEFAULT_SESSION_LINGER_MS 30000
+#define RW_DEFAULT_MAX_PER_PEER 16
+#define RW_DEFAULT_MAX_PENDING 256
+#define RW_DEFAULT_FIRST_BYTE_MS 2000
+#define RW_REJECT_LINGER_MS 2000        /* a rejected client's bytes are drained this long */
+#define RW_SESSION_TICK_MS 100          /* rail liveness, attach deadlines and lingers */
+#define RW_ACCEPT_PAUSE_MS 250          /* accepting stops this long after EMFILE & co */
+#define RW_PEER_BUCKETS 256
+
+/* What an epoll event's data.ptr points at: the first member of a listener
+ * slot, the wake eventfd's tag or a connection. */
+enum rw_srv_ev_kind { RW_EV_LISTENER, RW_EV_WAKE, RW_EV_CONN };
+struct rw_srv_ev {
+    enum rw_srv_ev_kind kind;
+    unsigned index; /* listener index */
+};
+
+/* One local domain and the published memory registered on it. */
+struct rw_srv_domain {
+    struct rw_domain *dom;    /* owned */
+    struct rw_mr **mrs;       /* owned: RO one per layer, RW the arena */
+    struct rw_mr_desc *descs; /* owned: what the params advertise, same order */
+    unsigned n;
+};
+
+/* An IP address as 16 bytes (IPv4 as ::ffff:a.b.c.d). */
+struct rw_ip {
+    uint8_t b[16];
+};
+
+/* One allowlist entry. */
+struct rw_cidr {
+    struct rw_ip net;  /* masked */
+    unsigned bits;     /* prefix length over the 16 bytes (IPv4 /n is 96 + n) */
+};
+
+/* Per peer address: what it holds now.  Freed when both are 0. */
+struct rw_srv_peer {
+    struct rw_ip ip;
+    unsigned pending;   /* connections in the handshake */
+    unsigned sessions;  /* connections holding a max_clients slot */
+    struct rw_srv_peer *next;
+};
+
+enum rw_conn_phase {
+    RW_CONN_NEW,       /* just accepted, on no list */
+    RW_CONN_HANDSHAKE, /* in the pending pool */
+    RW_CONN_SESSION,   /* acked; the control connection is open */
+    RW_CONN_LINGER,    /* acked; the control connection ended, rails may live */
+    RW_CONN_CLOSING,   /* rejected: write side shut, draining until EOF or deadline */
+    RW_CONN_DEAD,      /* released; freed at the end of the loop iteration */
+};
+
+/* One control connection, from accept to release.  ev is first: epoll's
+ * data.ptr points at it. */
+struct rw_conn {
+    struct rw_srv_ev ev;
+    struct railwire_server *srv;
+    enum rw_conn_phase phase;
+    int fd;                       /* -1 once closed (a lingering session's is) */
+    unsigned events;              /* epoll events registered (0: not in the set) */
+    struct rw_ip ip;
+    struct rw_srv_peer *peer;     /* counted in peer->pending while HANDSHAKE */
+    char name[80];                /* "addr:port" for messages */
+    struct sockaddr_storage local;
+    int64_t born_ms;
+    int64_t deadline_ms;          /* HANDSHAKE: this step's; CLOSING: the drain's */
+    int step;                     /* 0 request byte, 1 params and ids, 2 ack */
+    int refused;                  /* the ack says STATUS_ERR: close once it is sent */
+    struct rw_hs_server hs;
+    int hs_live;                  /* hs needs rw_hs_server_fini */
+    int slot;                     /* holds a max_clients slot (and peer->sessions) */
+    unsigned n;                   /* rails */
+    struct rw_ep **eps;           /* owned; NULL entries are released rails */
+    int64_t acked_ms;
+    int attach_checked;           /* the attach deadline has been handled */
+    int64_t linger_end_ms;
+    int64_t control_end_ms;
+    struct rw_conn *prev, *next;  /* in one of the loop's lists */
+};
+
+/* A doubly linked list with a count; conns are appended at the tail, so the
+ * pending list runs oldest first. */
+struct rw_conn_list {
+    struct rw_conn *head, *tail;
+    unsigned n;
+};
+
+struct railwire_server {
+    /* Set by create, read-only afterwards. */
+    const struct rw_transport_ops *ops;
+    enum railwire_dialect dialect;
+    unsigned max_rails;
+    unsigned max_clients;
+    unsigned max_per_peer;    /* 0 = no cap */
+    unsigned max_pending;
+    int io_timeout_ms;
+    int first_byte_ms;
+    int linger_ms;            /* session_linger_ms */
+    struct rw_cidr *allow;    /* owned; n_allow == 0: everyone */
+    unsigned n_allow;
+    struct rw_srv_domain *doms;
+    unsigned n_doms;
+    int lfd[RW_SERVER_MAX_LISTENERS]; /* control listeners, all on `port` */
+    struct rw_srv_ev lev[RW_SERVER_MAX_LISTENERS];
+    unsigned n_lfd;
+    unsigned port;
+    char listen_addr[RW_SERVER_MAX_LISTENERS][64]; /* numeric address of each listener */
+    struct rw_domain_place *defaults; /* owned: verbs ports used when none are named */
+    int epfd;                 /* -1 until created */
+    int wake_fd;              /* eventfd: destroy wakes the loop */
+    struct rw_srv_ev wake_ev;
+    pthread_t loop_thread;
+    int loop_started;
+    atomic_int stop;
+
+    /* Loop-owned. */
+    struct rw_conn_list pending, sessions, closing, dead;
+    struct rw_srv_peer *peers[RW_PEER_BUCKETS];
+    unsigned slots_held;      /* live sessions + handshakes past the params */
+    int accept_paused;
+    int64_t accept_resume_ms;
+    int64_t next_tick_ms;
+    int64_t pause_log_ms;     /* last "accept paused" line */
+    unsigned long pauses_unlogged;
+
+    /* Counters, under stats_lock. */
+    pthread_mutex_t stats_lock;
+    struct railwire_server_stats st;
+};
+
+/* ---- server_loop.c */
+/* Starts the loop thread.  Returns 0 or RAILWIRE_E_SYSTEM (logged). */
+int rw_srv_loop_start(struct railwire_server *srv);
+/* Stops the loop (it releases every connection first) and joins it. */
+void rw_srv_loop_stop(struct railwire_server *srv);
+/* (Re)registers conn's fd for `events` (0: removes it).  Returns 0 or -1. */
+int rw_srv_watch(struct rw_conn *c, unsigned events);
+
+/* ---- server_admit.c */
+/* Parses the allowlist into srv->allow.  Returns 0 or RAILWIRE_E_INVALID
+ * (logged, naming the bad entry). */
+int rw_srv_allow_parse(struct railwire_server *srv, const char *const *allow, unsigned n);
+/* 1 when ip may connect. */
+int rw_srv_allowed(const struct railwire_server *srv, const struct rw_ip *ip);
+/* Parses one CIDR block ("a.b.c.d[/n]", "v6[/n]").  Returns 0 or -1. */
+int rw_cidr_parse(const char *s, struct rw_cidr *out);
+/* 1 when ip lies in c. */
+int rw_cidr_match(const struct rw_cidr *c, const struct rw_ip *ip);
+/* Fills ip from a socket address (v4-mapped IPv6 becomes IPv4).  Returns 0
+ * or -1 for another family. */
+int rw_ip_from_sockaddr(const struct sockaddr_storage *ss, struct rw_ip *ip);
+/* The peer entry of ip, created when `create` (NULL: none, or out of memory). */
+struct rw_srv_peer *rw_srv_peer_get(struct railwire_server *srv, const struct rw_ip *ip,
+                                    int create);
+/* Frees p when it holds nothing any more. */
+void rw_srv_peer_put(struct railwire_server *srv, struct rw_srv_peer *p);
+/* Frees every peer entry (destroy). */
+void rw_srv_peers_free(struct railwire_server *srv);
+/* Takes one accepted connection: allowlist, per-peer pending cap, pool
+ * (evicting the oldest when full), then starts its handshake.  Owns fd. */
+void rw_srv_admit(struct railwire_server *srv, int fd, const struct sockaddr_storage *ss);
+
+/* ---- server_session.c */
+/* A new connection in the pool: starts its handshake and runs it as far as
+ * the bytes already received allow. */
+void rw_conn_start(struct rw_conn *c);
+/* epoll reported `events` on conn's fd. */
+void rw_conn_event(struct rw_conn *c, unsigned events);
+/* A handshake step's deadline passed (HANDSHAKE) or the drain's (CLOSING). */
+void rw_conn_expired(struct rw_conn *c, int64_t now);
+/* Periodic check of a session (SESSION or LINGER): attach deadline, rails,
+ * linger. */
+void rw_conn_tick(struct rw_conn *c, int64_t now);
+/* Closes a connection still in the handshake (evicted, server stopping). */
+void rw_conn_drop(struct rw_conn *c);
+/* Releases a session for `reason` (a railwire_server_stats field offset)
+ * and logs `why`. */
+void rw_conn_release(struct rw_conn *c, size_t reason, const char *why);
+/* Shuts the write side and drains the connection for a while so the client
+ * reads a clean end of stream (peer-rejected), never a reset; closes at
+ * once when too many are draining already. */
+void rw_conn_reject_close(struct rw_conn *c);
+
+/* ---- server_stats.c (any thread) */
+/* Adds d to the counter at offset `field` of railwire_server_stats. */
+void rw_srv_count(struct railwire_server *srv, size_t field, int64_t d);
+#define RW_ST(f) offsetof(struct railwire_server_stats, f)
+/* Counts one registration of the published memory: bytes, and ns it took. */
+void rw_srv_count_registration(struct railwire_server *srv, uint64_t bytes, uint64_t ns);
+/* Loop thread: refreshes the rails_attached/waiting/closed/unknown gauges
+ * from the live sessions' eps. */
+void rw_srv_rail_census(struct railwire_server *srv);
+
+/* ---- lists (server_loop.c) */
+void rw_conn_list_add(struct rw_conn_list *l, struct rw_conn *c);
+void rw_conn_list_del(struct rw_conn_list *l, struct rw_conn *c);
+/* The list conn is on, given its phase. */
+struct rw_conn_list *rw_conn_list_of(struct railwire_server *srv, const struct rw_conn *c);
+/* Moves conn to `phase` (and to that phase's list). */
+void rw_conn_set_phase(struct rw_conn *c, enum rw_conn_phase phase);
+
+#endif
