@@ -219,17 +219,23 @@ void rw_srv_admit(struct railwire_server *srv, int fd, const struct sockaddr_sto
         rw_conn_reject_close(c);
         return;
     }
+    int evicted = 0;
     if (srv->pending.n >= srv->max_pending && srv->pending.head) {
         struct rw_conn *old = srv->pending.head;
         rw_warn_rl("server: %u connections are in their handshake (max_pending); closing the "
                    "oldest, %s (%lld ms old), to take %s", srv->pending.n, old->name,
                    (long long)(rw_now_ms() - old->born_ms), name);
-        rw_srv_count(srv, RW_ST(evicted), 1);
         rw_conn_drop(old);
+        evicted = 1;
     }
     c->peer = peer;
     peer->pending++;
     rw_conn_set_phase(c, RW_CONN_HANDSHAKE);
     rw_srv_count(srv, RW_ST(pending), 1);
+    /* Counted once the newcomer holds its place, so a stats snapshot that
+     * sees this eviction also sees the pool it left (pending back at
+     * max_pending), never the moment in between. */
+    if (evicted)
+        rw_srv_count(srv, RW_ST(evicted), 1);
     rw_conn_start(c);
 }
