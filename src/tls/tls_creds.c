@@ -68,6 +68,8 @@ static int copy_opts(struct rw_tls_creds *c, const railwire_tls_opts *o)
                "(--tls-cert, --tls-key, --tls-ca) or a PSK file (--tls-psk)");
         return RAILWIRE_E_INVALID;
     }
+    if (c->role == RW_TLS_CLIENT && n_cert == 1 && c->ca_file)
+        return 0; /* checks the server only; a railwire server will ask for a certificate */
     if (n_cert != 0 && n_cert != 3) {
         rw_err("TLS: certificates need all three of the certificate (--tls-cert), "
                "its key (--tls-key) and the CA (--tls-ca); missing:%s%s%s",
@@ -99,8 +101,13 @@ static int ctx_base(struct rw_tls_creds *c)
     SSL_CTX_set_mode(c->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_clear_mode(c->ctx, SSL_MODE_AUTO_RETRY);
     SSL_CTX_set_session_cache_mode(c->ctx, SSL_SESS_CACHE_OFF);
-    if (c->role == RW_TLS_SERVER)
+    if (c->role == RW_TLS_SERVER) {
+        static const unsigned char sid_ctx[] = "railwire";
         SSL_CTX_set_num_tickets(c->ctx, 0);
+        /* A PSK handshake is a resumption: with client certificates
+         * required, OpenSSL wants a session id context. */
+        SSL_CTX_set_session_id_context(c->ctx, sid_ctx, sizeof(sid_ctx) - 1);
+    }
     /* A client verifies the server in every mode: a PSK client has an
      * empty trust store, so a server that answers with a certificate
      * instead of the key fails verification. */
@@ -127,6 +134,8 @@ static int load_certs(struct rw_tls_creds *c)
 {
     char why[256];
 
+    if (!c->cert_file)
+        goto ca; /* client checking the server only */
     if (SSL_CTX_use_certificate_chain_file(c->ctx, c->cert_file) != 1) {
         rw_err("TLS: cannot load the certificate %s: %s; check the path and that it is PEM",
                c->cert_file, rw_tls_ossl_errors(why, sizeof(why)));
@@ -143,6 +152,7 @@ static int load_certs(struct rw_tls_creds *c)
                c->key_file, c->cert_file, rw_tls_ossl_errors(why, sizeof(why)));
         return RAILWIRE_E_INVALID;
     }
+ca:
     if (SSL_CTX_load_verify_locations(c->ctx, c->ca_file, NULL) != 1) {
         rw_err("TLS: cannot load the CA file %s: %s; check the path and that it is PEM",
                c->ca_file, rw_tls_ossl_errors(why, sizeof(why)));
@@ -189,7 +199,7 @@ static int build(struct rw_tls_creds *c, const railwire_tls_opts *o)
 
     if (rc == 0)
         rc = ctx_base(c);
-    if (rc == 0 && c->cert_file && !(c->role == RW_TLS_CLIENT && c->psk_file))
+    if (rc == 0 && c->ca_file && !(c->role == RW_TLS_CLIENT && c->psk_file))
         rc = load_certs(c);
     if (rc == 0 && c->psk_file) {
         rc = rw_tls_psk_file_load(c->psk_file, &c->psk, &c->n_psk);

@@ -52,7 +52,7 @@ struct rw_tls_creds {
     atomic_uint refs;
     enum rw_tls_role role;
     SSL_CTX *ctx;
-    int has_certs;            /* cert/key/CA loaded */
+    int has_certs;            /* CA loaded (and, but for a CA-only client, cert and key) */
     struct rw_tls_psk *psk;   /* server: every line; client: the one it uses */
     unsigned n_psk;
     /* Copies of the options, read again by a reload (NULL when unset). */

@@ -140,10 +140,12 @@ static int alert_received(struct rw_tls_conn *c, int alert, const char *text)
             "TLS: the server %s requires a client certificate; give this client --tls-cert "
             "and --tls-key signed by the server's CA", c->addr);
     case SSL_AD_DECRYPT_ERROR:
+    case SSL_AD_ILLEGAL_PARAMETER: /* OpenSSL's answer to a binder that does not verify */
         if (psk)
             return rw_tls_set_error(c, RW_TLS_R_BAD_PSK, RAILWIRE_E_TLS,
-                "TLS: the server %s refused the pre-shared key of identity %s (decrypt error): "
-                "the key differs between the client's and the server's PSK files", c->addr, id);
+                "TLS: the server %s refused the pre-shared key of identity %s (%s): "
+                "the key differs between the client's and the server's PSK files", c->addr, id,
+                text);
         break;
     case SSL_AD_HANDSHAKE_FAILURE:
         if (psk)
