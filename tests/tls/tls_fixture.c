@@ -244,8 +244,10 @@ void tls_pair_close(struct tls_pair *p)
 {
     rw_tls_conn_free(p->cli);
     rw_tls_conn_free(p->srv);
-    close(p->cfd);
-    close(p->sfd);
+    if (p->cfd >= 0)
+        close(p->cfd);
+    if (p->sfd >= 0)
+        close(p->sfd);
     if (p->rfd_c >= 0)
         close(p->rfd_c);
     if (p->rfd_s >= 0)
