@@ -8,6 +8,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include "common/log.h"
@@ -130,9 +131,38 @@ static void warn_validity(const struct rw_tls_creds *c)
                 "check the clocks", c->cert_file);
 }
 
+/* The key, checked against the certificate already loaded. */
+static int load_key(struct rw_tls_creds *c)
+{
+    char why[256];
+    BIO *b = BIO_new_file(c->key_file, "r");
+    EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+    int rc = 0;
+
+    BIO_free(b);
+    if (!k) {
+        rw_err("TLS: cannot load the private key %s: %s; check the path, that it is PEM and "
+               "not encrypted", c->key_file, rw_tls_ossl_errors(why, sizeof(why)));
+        return RAILWIRE_E_INVALID;
+    }
+    if (X509_check_private_key(SSL_CTX_get0_certificate(c->ctx), k) != 1) {
+        ERR_clear_error();
+        rw_err("TLS: the private key %s does not match the certificate %s; give the key "
+               "the certificate was made for", c->key_file, c->cert_file);
+        rc = RAILWIRE_E_INVALID;
+    } else if (SSL_CTX_use_PrivateKey(c->ctx, k) != 1 || SSL_CTX_check_private_key(c->ctx) != 1) {
+        rw_err("TLS: cannot use the private key %s with the certificate %s: %s", c->key_file,
+               c->cert_file, rw_tls_ossl_errors(why, sizeof(why)));
+        rc = RAILWIRE_E_INVALID;
+    }
+    EVP_PKEY_free(k);
+    return rc;
+}
+
 static int load_certs(struct rw_tls_creds *c)
 {
     char why[256];
+    int rc;
 
     if (!c->cert_file)
         goto ca; /* client checking the server only */
@@ -141,17 +171,9 @@ static int load_certs(struct rw_tls_creds *c)
                c->cert_file, rw_tls_ossl_errors(why, sizeof(why)));
         return RAILWIRE_E_INVALID;
     }
-    if (SSL_CTX_use_PrivateKey_file(c->ctx, c->key_file, SSL_FILETYPE_PEM) != 1) {
-        rw_err("TLS: cannot load the private key %s: %s; check the path, that it is PEM and "
-               "not encrypted", c->key_file, rw_tls_ossl_errors(why, sizeof(why)));
-        return RAILWIRE_E_INVALID;
-    }
-    if (SSL_CTX_check_private_key(c->ctx) != 1) {
-        rw_err("TLS: the private key %s does not match the certificate %s (%s); "
-               "give the key the certificate was made for",
-               c->key_file, c->cert_file, rw_tls_ossl_errors(why, sizeof(why)));
-        return RAILWIRE_E_INVALID;
-    }
+    rc = load_key(c);
+    if (rc)
+        return rc;
 ca:
     if (SSL_CTX_load_verify_locations(c->ctx, c->ca_file, NULL) != 1) {
         rw_err("TLS: cannot load the CA file %s: %s; check the path and that it is PEM",
