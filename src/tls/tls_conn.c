@@ -14,6 +14,7 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include "common/log.h"
 #include "common/time.h"
 #include "tls/tls_conn_int.h"
 #include "tls/tls_util.h"
@@ -132,6 +133,9 @@ int rw_tls_conn_new(struct rw_tls_creds *creds, int fd, const char *host,
         rc = set_name(c, host);
         if (rc) {
             ERR_clear_error();
+            rw_err("TLS: no usable name to check the server's certificate against (host '%s'); "
+                   "connect by the server's name or give --tls-server-name",
+                   host ? host : "");
             rw_tls_conn_free(c);
             return rc;
         }
@@ -290,7 +294,9 @@ int rw_tls_conn_handshake(struct rw_tls_conn *c, int64_t deadline_ms)
         int rc = rw_tls_conn_handshake_step(c), w;
         if (rc != RW_TLS_WANT_READ && rc != RW_TLS_WANT_WRITE)
             return rc;
-        w = rw_tls_conn_wait(c, rc, deadline_ms);
+        /* Never past the deadline, even with a peer that keeps sending. */
+        w = rw_now_ms() >= deadline_ms ? RAILWIRE_E_TIMEOUT
+                                       : rw_tls_conn_wait(c, rc, deadline_ms);
         if (w == RAILWIRE_E_TIMEOUT)
             return rw_tls_set_error(c, RW_TLS_R_TIMEOUT, RAILWIRE_E_TIMEOUT,
                 c->role == RW_TLS_SERVER

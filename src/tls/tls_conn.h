@@ -18,10 +18,11 @@
  * Errors: RAILWIRE_E_TLS for anything TLS (handshake refused, bad
  * certificate or key, a corrupted record, a peer not speaking TLS),
  * RAILWIRE_E_TIMEOUT, RAILWIRE_E_IO (reset), RAILWIRE_E_CLOSED (end of
- * stream where bytes were due).  Nothing here logs: rw_tls_conn_error()
- * holds one line that starts with "TLS", names the peer and says what to
- * check, for the caller to log (a server rate-limits it, with the peer's
- * address); rw_tls_conn_reason() classifies it for tests and counters. */
+ * stream where bytes were due).  Nothing a peer causes is logged here:
+ * rw_tls_conn_error() holds one line that starts with "TLS", names the peer
+ * and says what to check, for the caller to log (a server rate-limits it,
+ * with the peer's address); rw_tls_conn_reason() classifies it for tests
+ * and counters. */
 #ifndef RW_TLS_CONN_H
 #define RW_TLS_CONN_H
 
