@@ -132,19 +132,22 @@ int main(int argc, char **argv)
     pair(&cfd, &sfd);
     if (rw_tls_conn_new(cc, cfd, name, &cli.c) || rw_tls_conn_new(sc, sfd, NULL, &srv.c))
         return 2;
+    uint64_t t0 = rw_now_ns();
     pthread_create(&t, NULL, hs, &srv);
     hs(&cli);
     pthread_join(t, NULL);
+    double hs_ms = (double)(rw_now_ns() - t0) / 1e6;
     if (cli.rc == 0 && srv.rc == 0 && seconds > 0)
         gbps = stream(&srv, &cli, cfd, seconds);
     rw_tls_peer_describe(rw_tls_conn_peer(srv.c), who, sizeof(who));
     printf("{\"client\": \"%s\", \"server\": \"%s\", \"client_error\": \"%s\", "
            "\"server_error\": \"%s\", \"server_sees\": \"%s\", \"cipher\": \"%s\", "
-           "\"mode_server\": \"%s\", \"mode_client\": \"%s\", \"size\": %zu, \"gbps\": %.6f}\n",
+           "\"mode_server\": \"%s\", \"mode_client\": \"%s\", \"handshake_ms\": %.3f, "
+           "\"size\": %zu, \"gbps\": %.6f}\n",
            rw_tls_reason_name(rw_tls_conn_reason(cli.c)),
            rw_tls_reason_name(rw_tls_conn_reason(srv.c)), rw_tls_conn_error(cli.c),
            rw_tls_conn_error(srv.c), who, rw_tls_conn_cipher(cli.c), rw_tls_conn_mode(srv.c),
-           rw_tls_conn_mode(cli.c), srv.size, gbps);
+           rw_tls_conn_mode(cli.c), hs_ms, srv.size, gbps);
     rw_tls_conn_free(cli.c);
     rw_tls_conn_free(srv.c);
     rw_tls_creds_unref(cc);
