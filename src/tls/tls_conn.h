@@ -125,6 +125,10 @@ int rw_tls_conn_wait(struct rw_tls_conn *c, int want, int64_t deadline_ms);
  * error as above. */
 int rw_tls_read_full(struct rw_tls_conn *c, void *buf, size_t n, int64_t deadline_ms);
 int rw_tls_write_full(struct rw_tls_conn *c, const void *buf, size_t n, int64_t deadline_ms);
+/* Blocking style, like rw_sock_recv: up to cap bytes, waiting until at
+ * least one arrives or deadline_ms.  Returns the count (> 0), 0 at the
+ * peer's end of stream, RAILWIRE_E_TIMEOUT, or an error as above. */
+ssize_t rw_tls_recv_some(struct rw_tls_conn *c, void *buf, size_t cap, int64_t deadline_ms);
 /* Whole iovec (the array is modified to track progress). */
 int rw_tls_writev_full(struct rw_tls_conn *c, struct iovec *iov, int iovcnt,
                        int64_t deadline_ms);

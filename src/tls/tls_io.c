@@ -187,6 +187,20 @@ int rw_tls_conn_wait(struct rw_tls_conn *c, int want, int64_t deadline_ms)
     }
 }
 
+ssize_t rw_tls_recv_some(struct rw_tls_conn *c, void *buf, size_t cap, int64_t deadline_ms)
+{
+    for (;;) {
+        ssize_t r = rw_tls_read(c, buf, cap);
+        if (r != RW_TLS_WANT_READ && r != RW_TLS_WANT_WRITE)
+            return r;
+        if (rw_now_ms() >= deadline_ms)
+            return RAILWIRE_E_TIMEOUT;
+        r = rw_tls_conn_wait(c, (int)r, deadline_ms);
+        if (r)
+            return r;
+    }
+}
+
 int rw_tls_read_full(struct rw_tls_conn *c, void *buf, size_t n, int64_t deadline_ms)
 {
     size_t got = 0;

@@ -271,3 +271,18 @@ Test(tls_io, edge_triggered_event_loop)
     close(ep);
     tls_pair_close(&p);
 }
+
+Test(tls_io, recv_some_waits_for_a_byte_or_the_deadline)
+{
+    struct tls_pair p;
+    char buf[64];
+
+    open_blocking(&p, 1);
+    cr_assert_eq(rw_tls_recv_some(p.cli, buf, sizeof(buf), rw_now_ms() + 50), RAILWIRE_E_TIMEOUT);
+    cr_assert_eq(rw_tls_write_full(p.srv, "hello", 5, rw_now_ms() + 5000), 0);
+    cr_assert_eq(rw_tls_recv_some(p.cli, buf, sizeof(buf), rw_now_ms() + 5000), 5);
+    cr_assert_eq(memcmp(buf, "hello", 5), 0);
+    rw_tls_conn_shutdown(p.srv);
+    cr_assert_eq(rw_tls_recv_some(p.cli, buf, sizeof(buf), rw_now_ms() + 5000), 0);
+    tls_pair_close(&p);
+}
