@@ -49,10 +49,11 @@ case $skip in *,asan,*) ;; *)
   stage asan-ubsan sanitizer_stage ;;
 esac
 tsan_stage() {
-  # Criterion does not start under TSan: tests/threads holds plain programs.
+  # Criterion does not start under TSan: tests/threads (and tests/tls/tls_threads.c)
+  # hold plain programs.
   cmake -S . -B build-tsan -DRAILWIRE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DRAILWIRE_TSAN=ON &&
-    cmake --build build-tsan -j"$jobs" --target railset_threads tcp_loop_threads &&
+    cmake --build build-tsan -j"$jobs" --target railset_threads tcp_loop_threads tls_threads &&
     ctest --test-dir build-tsan -L threads --output-on-failure --timeout 900
 }
 case $skip in *,tsan,*) ;; *)

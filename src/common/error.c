@@ -57,6 +57,9 @@ static const struct err_entry errors[] = {
     {RAILWIRE_E_CLOSED, "closed", "the object was closed while the operation was pending"},
     {RAILWIRE_E_PROTOCOL, "protocol", "the peer sent bytes this side cannot accept; check versions"},
     {RAILWIRE_E_SYSTEM, "system", "an operating system call failed; the log names the call and errno"},
+    {RAILWIRE_E_TLS, "tls",
+     "TLS failed: the handshake, the credentials or a record; check the certificates, the CA, "
+     "the server name, the PSK file and identity, and that both sides have TLS on (the log says which)"},
 };
 
 static const struct err_entry *find(int err)

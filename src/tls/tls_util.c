@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+#include "tls/tls_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+
+char *rw_tls_ossl_errors(char *buf, size_t cap)
+{
+    size_t off = 0;
+    unsigned long e;
+
+    if (cap == 0)
+        return buf;
+    buf[0] = '\0';
+    while ((e = ERR_get_error()) != 0) {
+        const char *r = ERR_reason_error_string(e);
+        char tmp[64];
+        if (!r) {
+            snprintf(tmp, sizeof(tmp), "error %lu", e);
+            r = tmp;
+        }
+        int k = snprintf(buf + off, cap - off, "%s%s", off ? "; " : "", r);
+        if (k < 0 || (size_t)k >= cap - off) {
+            ERR_clear_error();
+            break;
+        }
+        off += (size_t)k;
+    }
+    if (buf[0] == '\0')
+        snprintf(buf, cap, "no detail from OpenSSL");
+    return buf;
+}
+
+void rw_tls_printable(char *dst, size_t cap, const void *src, size_t len)
+{
+    const unsigned char *s = src;
+    size_t i;
+
+    if (cap == 0)
+        return;
+    for (i = 0; i < len && i + 1 < cap; i++)
+        dst[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? (char)s[i] : '?';
+    dst[i] = '\0';
+}
+
+char *rw_tls_strdup(const char *s, int *fail)
+{
+    char *d;
+
+    if (!s)
+        return NULL;
+    d = strdup(s);
+    if (!d)
+        *fail = 1;
+    return d;
+}

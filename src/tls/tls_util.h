@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by the TLS files. */
+#ifndef RW_TLS_UTIL_H
+#define RW_TLS_UTIL_H
+
+#include <stddef.h>
+
+/* Writes OpenSSL's queued errors of this thread ("reason; reason") into buf
+ * ("no detail" when the queue is empty) and clears the queue.  Returns buf. */
+char *rw_tls_ossl_errors(char *buf, size_t cap);
+
+/* Copies at most cap - 1 bytes of src[0..len) into dst, replacing every byte
+ * that is not printable ASCII by '?', and terminates it.  For names a peer
+ * chose, before they reach a log line. */
+void rw_tls_printable(char *dst, size_t cap, const void *src, size_t len);
+
+/* strdup that accepts NULL (returns NULL then).  Sets *fail on allocation
+ * failure. */
+char *rw_tls_strdup(const char *s, int *fail);
+
+#endif
