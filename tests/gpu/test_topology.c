@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <railwire/error.h>
 
@@ -238,4 +239,28 @@ Test(gpu_topology, host_numa_of_a_touched_page)
     cr_assert_geq(n, -1);
     if (n >= 0)
         cr_assert_lt(n, 4096);
+}
+
+/* `railwire devices --json` carries the topology (RAILWIRE_HWLOC_XML names
+ * the machine).  Skips when the command was not built. */
+Test(gpu_topology, devices_json_has_the_topology)
+{
+    static char out[1 << 17];
+    const char *bin = RAILWIRE_BINARY_DIR "/tools/railwire/railwire";
+    char cmd[1024];
+    if (access(bin, X_OK))
+        cr_skip("the railwire command was not built");
+    snprintf(cmd, sizeof(cmd), "RAILWIRE_HWLOC_XML='%s' '%s' devices --json 2>/dev/null",
+             TOPO_DIR "server8.xml", bin);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = 0;
+    cr_assert_eq(pclose(p), 0, "%s", out);
+    cr_assert(!strncmp(out, "{\"devices\": [", 13), "%s", out);
+    cr_assert(strstr(out, "\"topology\": {\"source\": \"xml:"), "%s", out);
+    cr_assert(strstr(out, "\"rdma\": \"mlx5_7\""), "%s", out);
+    cr_assert(strstr(out, "\"relation\": \"same-switch\""), "%s", out);
+    cr_assert_eq(out[n - 1], '\n');
+    cr_assert_eq(out[n - 2], '}');
 }
