@@ -12,9 +12,15 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static char g_text[16384];
 static size_t g_len;
 
+static const char *standin_path(void)
+{
+    const char *moved = getenv("RAILWIRE_TEST_STANDIN");
+    return moved && *moved ? moved : RW_STANDIN_PATH;
+}
+
 void gt_use_standin(void)
 {
-    setenv("RAILWIRE_CUDA_LIBRARY", RW_STANDIN_PATH, 1);
+    setenv("RAILWIRE_CUDA_LIBRARY", standin_path(), 1);
 }
 
 static void sink(enum railwire_log_level level, const char *msg, void *user)
@@ -57,7 +63,7 @@ const char *gt_log_text(void)
 
 void *gt_standin_sym(const char *name)
 {
-    void *h = dlopen(RW_STANDIN_PATH, RTLD_NOW | RTLD_NOLOAD);
+    void *h = dlopen(standin_path(), RTLD_NOW | RTLD_NOLOAD);
     if (!h)
         return NULL;
     void *s = dlsym(h, name);

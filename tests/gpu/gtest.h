@@ -6,8 +6,9 @@
 
 #include <stddef.h>
 
-/* Points RAILWIRE_CUDA_LIBRARY at the stand-in built with the tests (call
- * before anything loads the driver). */
+/* Points RAILWIRE_CUDA_LIBRARY at the stand-in built with the tests, or at
+ * RAILWIRE_TEST_STANDIN when set (a staged copy, e.g. in the soft-RoCE VM).
+ * Call before anything loads the driver. */
 void gt_use_standin(void);
 
 /* Starts capturing railwire's log (every level); replaces what was kept. */

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cuda_standin.h"
 #include "gpu/cuda_driver.h"
@@ -35,7 +37,7 @@ Test(gpu_cuda_driver, loads_the_standin_once_and_only_on_demand)
     cr_assert_eq(rw_cuda_loaded(), 1);
     cr_assert_eq(cu->n_devices, 2);
     cr_assert_eq(cu->version, 12040);
-    cr_assert_str_eq(cu->path, RW_STANDIN_PATH);
+    cr_assert_str_eq(cu->path, getenv("RAILWIRE_CUDA_LIBRARY"));
     cr_assert_not_null(cu->MemGetHandleForAddressRange, "optional entry point resolved");
     cr_assert_eq(rw_cuda_get(&again), 0);
     cr_assert_eq(again, cu);
@@ -173,6 +175,35 @@ Test(gpu_cuda_driver, dmabuf_export_refused_with_reason)
     cr_assert(strstr(why, "cuMemGetHandleForAddressRange"), "%s", why);
     cr_assert_eq(fd, -1);
     cu->MemFree((CUdeviceptr)(uintptr_t)d);
+}
+
+/* With the stand-in's udmabuf mode (where the kernel has /dev/udmabuf),
+ * the export gives a DMA-BUF of whole pages holding the device bytes. */
+Test(gpu_cuda_driver, dmabuf_export_through_udmabuf)
+{
+    if (access("/dev/udmabuf", R_OK | W_OK))
+        cr_skip("no /dev/udmabuf");
+    setenv("RAILWIRE_STANDIN_DMABUF", "udmabuf", 1);
+    const struct rw_cuda *cu = load();
+    char why[256] = "";
+    int fd = -1;
+    uint64_t off = 0;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *d = dev_alloc(cu, 0, 4 * pg), src[300];
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (unsigned char)(i ^ 0x5a);
+    cr_assert_eq(cu->MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)(d + pg + 100), src, sizeof(src),
+                                     NULL), CUDA_SUCCESS);
+    int rc = rw_cuda_export_dmabuf(d + pg + 100, sizeof(src), &fd, &off, why, sizeof(why));
+    cr_assert_eq(rc, 0, "%s", why);
+    cr_assert_eq(off, 100, "offset inside the first exported page");
+    cr_assert_eq(lseek(fd, 0, SEEK_END), (off_t)pg, "one whole page exported");
+    /* A DMA-BUF has no read(); udmabuf maps. */
+    unsigned char *map = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, 0);
+    cr_assert_neq(map, MAP_FAILED);
+    cr_assert(memcmp(map + off, src, sizeof(src)) == 0);
+    munmap(map, pg);
+    close(fd);
 }
 
 Test(gpu_cuda_driver, failing_copy_names_the_curesult)
