@@ -81,15 +81,15 @@ static int check_cuda(const railwire_mem *m, struct rw_mem *out)
     int rc = rw_cuda_ptr_info(m->addr, &pi);
     if (rc)
         return rc;
+    if (pi.managed) {
+        rw_err("memory descriptor: %p is CUDA managed memory (cudaMallocManaged), which NICs "
+               "cannot reach directly: use cudaMalloc'ed memory", m->addr);
+        return RAILWIRE_E_INVALID;
+    }
     if (pi.memtype == 0 || pi.memtype == CU_MEMORYTYPE_HOST) {
         rw_err("memory descriptor: %p is not CUDA device memory (%s): register it as "
                "RAILWIRE_MEM_HOST", m->addr,
                pi.memtype ? "it is pinned host memory" : "the CUDA driver does not know it");
-        return RAILWIRE_E_INVALID;
-    }
-    if (pi.managed) {
-        rw_err("memory descriptor: %p is CUDA managed memory (cudaMallocManaged), which NICs "
-               "cannot reach directly: use cudaMalloc'ed memory", m->addr);
         return RAILWIRE_E_INVALID;
     }
     uintptr_t a = (uintptr_t)m->addr;
