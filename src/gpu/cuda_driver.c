@@ -93,7 +93,7 @@ static int init_driver(void)
 
 static void load_once(void)
 {
-    const char *env = getenv(RW_CUDA_LIBRARY_ENV);
+    const char *env = getenv("RAILWIRE_CUDA_LIBRARY"); /* RW_CUDA_LIBRARY_ENV */
     const char *path = env && *env ? env : RW_CUDA_LIBRARY_DEFAULT;
 
     snprintf(g_cu.path, sizeof(g_cu.path), "%s", path);

@@ -186,7 +186,7 @@ int rw_topo_load(const char *xml, struct rw_topo *out)
 
     memset(out, 0, sizeof(*out));
     if (!xml || !*xml)
-        xml = getenv(RW_TOPO_XML_ENV);
+        xml = getenv("RAILWIRE_HWLOC_XML"); /* RW_TOPO_XML_ENV */
     if (xml && !*xml)
         xml = NULL;
     if (hwloc_topology_init(&topo)) {

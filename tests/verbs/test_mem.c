@@ -108,6 +108,32 @@ Test(verbs_mem, udmabuf_registers_or_is_refused_clearly)
     close(memfd);
 }
 
+/* A file that is not a DMA-BUF: devices that cannot import DMA-BUFs (rxe)
+ * refuse before looking at it, the others refuse the fd; either way the
+ * error says which, and what to do. */
+Test(verbs_mem, dmabuf_refusal_is_clear)
+{
+    int fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, LEN), 0);
+    static char addr[64];
+    struct vt_rail r;
+    cr_assert_eq(vt_rail_up(0, 8, &r), 0);
+    struct rw_mem m = {.kind = RAILWIRE_MEM_DMABUF, .addr = addr, .len = 4096, .dmabuf_fd = fd,
+                       .dmabuf_offset = 0, .device = -1};
+    struct rw_mr *smr = NULL;
+    gt_log_capture();
+    int rc = rw_verbs_ops.mr_reg_mem(r.sd, &m, RW_ACCESS_REMOTE_READ, &smr);
+    cr_assert_eq(rc, RAILWIRE_E_VERBS);
+    cr_assert_null(smr);
+    cr_assert(gt_log_has("ibv_reg_dmabuf_mr(fd"), "%s", gt_log_text());
+    cr_assert(gt_log_has("cannot import DMA-BUFs") || gt_log_has("check that the fd is a DMA-BUF"),
+              "%s", gt_log_text());
+    cr_log_info("%s", gt_log_text());
+    vt_rail_down(&r);
+    close(fd);
+}
+
 /* Stand-in device memory on device 0, described and checked. */
 static void cuda_mem(struct rw_mem *out, const struct rw_cuda **cu)
 {
