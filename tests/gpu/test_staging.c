@@ -2,7 +2,7 @@
 /* Staging through pinned host memory (src/gpu/staging*.c) with the stand-in
  * driver: the pool's bound and back-pressure, round trips host -> device ->
  * host through copy streams, completion order and not-ready copies, and a
- * failing copy. */
+ * failing copy; and near=auto from a memory descriptor. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 
 #include "cuda_standin.h"
 #include "gpu/cuda_driver.h"
+#include "gpu/near_mem.h"
 #include "gpu/staging.h"
 #include "gtest.h"
 
@@ -190,4 +191,34 @@ Test(gpu_staging, bad_arguments)
     cr_assert_eq(rw_stage_stream_create(0, 0, &s), RAILWIRE_E_INVALID);
     cr_assert_eq(rw_stage_stream_create(5, 4, &s), RAILWIRE_E_INVALID);
     cr_assert(gt_log_has("device 5 does not exist"), "%s", gt_log_text());
+}
+
+/* near=auto takes its target from the first registered memory. */
+Test(gpu_staging, near_from_memory)
+{
+    const struct rw_cuda *cu = load();
+    CUdeviceptr d;
+    struct rw_mem m;
+    struct rw_near n;
+    cr_assert_eq(rw_cuda_use_device(1), 0);
+    cr_assert_eq(cu->MemAlloc(&d, CHUNK), 0);
+    rw_mem_host(&m, (void *)(uintptr_t)d, CHUNK);
+    m.kind = RAILWIRE_MEM_CUDA;
+    m.device = 1;
+    cr_assert_eq(rw_near_from_mem(&m, &n), 0);
+    cr_assert_eq(n.kind, RW_NEAR_CUDA);
+    cr_assert_eq(n.index, 1);
+    cr_assert_str_eq(n.busid, "0000:2b:00.0");
+    static char page[8192];
+    page[0] = 1;
+    rw_mem_host(&m, page, sizeof(page));
+    cr_assert_eq(rw_near_from_mem(&m, &n), 0);
+    int node = rw_topo_host_numa(page);
+    if (node >= 0) {
+        cr_assert_eq(n.kind, RW_NEAR_NUMA);
+        cr_assert_eq(n.index, node);
+    } else {
+        cr_assert_eq(n.kind, RW_NEAR_NONE);
+    }
+    cu->MemFree(d);
 }
