@@ -230,15 +230,19 @@ static int devmem_rw(void)
 void si_copy(const struct si_alloc *a, size_t dev_off, void *host, size_t len, int to_device)
 {
     char *dev = (char *)a->base + dev_off;
+    /* Open only the pages the copy touches, and only while it runs. */
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)dev & ~(uintptr_t)(pg - 1);
+    size_t span = page_round((uintptr_t)dev + len - lo);
     int open_pages = !devmem_rw();
     pthread_mutex_lock(&g_copy_mu);
-    if (open_pages && mprotect((void *)a->base, a->mapped, PROT_READ | PROT_WRITE))
+    if (open_pages && mprotect((void *)lo, span, PROT_READ | PROT_WRITE))
         abort();
     if (to_device)
         memcpy(dev, host, len);
     else
         memcpy(host, dev, len);
-    if (open_pages && mprotect((void *)a->base, a->mapped, PROT_NONE))
+    if (open_pages && mprotect((void *)lo, span, PROT_NONE))
         abort();
     pthread_mutex_unlock(&g_copy_mu);
 }

@@ -9,6 +9,10 @@
  *   RAILWIRE_STANDIN_DEVMEM   "rw": device memory stays CPU-accessible (to
  *                             stand in for nvidia-peermem in the verbs VM);
  *                             default: PROT_NONE outside the stand-in's copies
+ *   RAILWIRE_STANDIN_SYNC     "1": asynchronous copies run in the caller at once
+ *                             (no worker hand-off: measures railwire's own
+ *                             staging cost, not the scheduler's); default:
+ *                             each stream's worker thread runs them
  *   RAILWIRE_STANDIN_DMABUF   "udmabuf": cuMemGetHandleForAddressRange exports
  *                             device memory through /dev/udmabuf; default:
  *                             CUDA_ERROR_NOT_SUPPORTED */
