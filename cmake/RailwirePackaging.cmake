@@ -56,6 +56,10 @@ if(RAILWIRE_HAVE_TLS)
   # ... and OpenSSL when TLS is built.
   string(APPEND _dev_depends ", libssl-dev")
 endif()
+if(RAILWIRE_HAVE_HWLOC)
+  # Likewise hwloc (NIC/GPU topology); its static link needs libudev.
+  string(APPEND _dev_depends ", libhwloc-dev, libudev-dev")
+endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME ${RAILWIRE_DEB_NAME_dev})
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ${_dev_depends})

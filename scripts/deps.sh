@@ -4,6 +4,8 @@
 #   cmake, gcc, clang (libFuzzer), pkg-config: the build
 #   libcriterion-dev: the test suites
 #   libssl-dev, openssl: TLS 1.3 (OpenSSL 3) and the certificates its tests make
+#   libhwloc-dev, libudev-dev: NIC/GPU topology for placing rails (optional in the build; the
+#     gpu tests use it); hwloc's static link (pkg-config --static, the consumer test) needs -ludev
 #   libibverbs-dev, ibverbs-providers, rdma-core, ibverbs-utils, perftest: the verbs transport and its benchmark
 #   python3: the independent handshake peer used by the end-to-end tests
 #   iproute2, nftables: network-namespace fault tests (rail reset / packet drop)
@@ -18,7 +20,7 @@
 #     python3-torch (about 140 MB to download, 600 MB installed, so not by default:
 #     without it the tensor test skips)
 set -euo pipefail
-pkgs=(cmake make gcc clang pkg-config libcriterion-dev libssl-dev openssl libibverbs-dev ibverbs-providers
+pkgs=(cmake make gcc clang pkg-config libcriterion-dev libssl-dev openssl libhwloc-dev libudev-dev libibverbs-dev ibverbs-providers
       rdma-core ibverbs-utils perftest python3 iproute2 nftables qemu-system-x86 busybox-static
       libclang-rt-14-dev help2man groff-base man-db gzip systemd prometheus dpkg-dev file
       python3-dev python3-setuptools python3-numpy python3-pytest python3-pip)
