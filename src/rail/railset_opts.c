@@ -78,6 +78,11 @@ int rw_railset_opts_take(const railwire_railset_opts *in, railwire_railset_opts 
         return RAILWIRE_E_INVALID;
     }
     out->struct_size = (uint32_t)sizeof(*out);
+    if (out->reserved0) {
+        rw_err("connect: railwire_railset_opts.reserved0 is %u: leave it 0 (a later version "
+               "may give it a meaning)", out->reserved0);
+        return RAILWIRE_E_INVALID;
+    }
     if (check_count("n_local_addrs", out->local_addrs, out->n_local_addrs, out->n_rails) < 0 ||
         check_count("n_devices", out->devices, out->n_devices, out->n_rails) < 0)
         return RAILWIRE_E_INVALID;

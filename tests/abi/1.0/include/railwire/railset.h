@@ -115,6 +115,9 @@ typedef struct railwire_railset_opts {
                                           is not reopened until something completes, so a
                                           stalled server never keeps it spinning.  0 =
                                           default (50), -1 = sleep at once, at most 1000000 */
+    uint32_t reserved0;                /* 0 (makes the tail padding a field: a member
+                                          appended later starts past every byte an
+                                          older caller's struct_size covers) */
 } railwire_railset_opts;
 
 /* The smallest struct_size accepted: the fields up to and including n_rails
