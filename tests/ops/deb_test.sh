@@ -41,13 +41,13 @@ field() { dpkg-deb -f "$1" "$2"; }
 files() { dpkg-deb -c "$1" | awk '{print $6}' | grep -v '/$'; }
 has() { grep -qE "$2" <<< "$(files "$1")" || fail "$(basename "$1") lacks $2"; }
 lacks() { ! grep -qE "$2" <<< "$(files "$1")" || fail "$(basename "$1") should not hold $2"; }
-has "$lib" '/usr/lib/[^/]+/librailwire\.so\.0$'
-has "$lib" '/usr/lib/[^/]+/librailwire\.so\.0\.[0-9.]+$'
+has "$lib" '/usr/lib/[^/]+/librailwire\.so\.1$'
+has "$lib" '/usr/lib/[^/]+/librailwire\.so\.1\.[0-9.]+$'
 lacks "$lib" 'librailwire\.(a|so)$|/include/|/bin/|\.pc$'
 for f in '/usr/include/railwire\.h$' '/usr/include/railwire/railset\.h$' '/librailwire\.so$' \
          '/librailwire\.a$' '/pkgconfig/railwire\.pc$' '/cmake/railwire/railwireConfig\.cmake$' \
          '/cmake/railwire/railwireTargets\.cmake$'; do has "$dev" "$f"; done
-lacks "$dev" 'librailwire\.so\.0|/bin/'
+lacks "$dev" 'librailwire\.so\.1|/bin/'
 for f in '^\./usr/bin/railwire$' '/lib/systemd/system/railwire-serve@\.service$' \
          '/man1/railwire\.1\.gz$' '/man1/railwire-serve\.1\.gz$' '/man1/railwire-bench\.1\.gz$' \
          '/man1/railwire-decode\.1\.gz$' '/man1/railwire-devices\.1\.gz$' '/man7/railwire\.7\.gz$' \
