@@ -17,7 +17,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/rail_state.h"
 
 #define RW_PROBE_BYTES 64
 
@@ -381,7 +381,7 @@ static void add_host(struct rw_heal_req *req, const char *host)
 /* A rail to heal: down, or up in a session whose control connection ended. */
 static int wanted(const struct rw_rail *r)
 {
-    if (r->stats.state != RAILWIRE_RAIL_UP)
+    if (!rw_rail_is_up(r))
         return 1;
     return r->sess && r->sess->had_ctrl && !r->sess->ctrl_up;
 }
@@ -435,7 +435,7 @@ static void post_attempt(railwire_railset *rs, int64_t now)
     add_host(&req, h->host);
     for (unsigned i = 0; i < rs->n_rails; i++) {
         char a[RW_HEAL_HOST_MAX];
-        if (rs->rails[i].stats.state != RAILWIRE_RAIL_UP)
+        if (!rw_rail_is_up(&rs->rails[i]))
             continue;
         gid_host(rs->rails[i].peer.gid, a, sizeof(a));
         add_host(&req, a);
@@ -491,8 +491,7 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     int rc = stage_mrs(rs, i, res->dom[i]);
     if (rc < 0)
         return rc;
-    int moving = r->stats.state == RAILWIRE_RAIL_UP;
-    if (moving) {
+    if (rw_rail_is_up(r)) {
         /* The old rail still works but its session's control connection
          * ended (the server will release it after its linger): the rail
          * moves to the new session without ever going down. */
@@ -508,39 +507,14 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     rw_rail_retire_domain(rs, r->dom);
     free(r->remote);
     rw_rsess_unuse(rs, r->sess);
-    r->dom = res->dom[i];
-    r->ep = res->ep[i];
-    r->remote = res->remote[i];
-    r->n_remote = res->n_remote;
-    rw_railset_update_bases(rs);
-    r->peer = res->peer[i];
+    struct rw_rail_service svc = {.dom = res->dom[i], .ep = res->ep[i],
+                                  .remote = res->remote[i], .n_remote = res->n_remote,
+                                  .peer = res->peer[i], .sess = sess,
+                                  .queue_depth = h->cfg.queue_depth};
     res->dom[i] = NULL;
     res->ep[i] = NULL;
     res->remote[i] = NULL;
-    r->sess = sess;
-    sess->users++;
-    rs->rails_gen++; /* a sleeping poller must watch the new ep */
-    r->depth = rw_rail_depth(h->cfg.queue_depth, r->dom);
-    r->blocked = 0;
-    r->inflight_bytes = 0;
-    r->up_since_ms = now;
-    if (r->dom->max_msg && rs->slice_size > r->dom->max_msg)
-        rs->slice_size = r->dom->max_msg;
-    r->stats.session = sess->id;
-    r->stats.control_up = sess->ctrl_up;
-    r->stats.gbps = r->dom->gbps > 0 ? r->dom->gbps : 1.0;
-    r->inv_gbps = 1.0 / r->stats.gbps;
-    if (r->inv_gbps < rs->min_inv_gbps)
-        rs->min_inv_gbps = r->inv_gbps;
-    snprintf(r->stats.name, sizeof(r->stats.name), "%s", r->dom->name);
-    if (moving)
-        return 0;
-    r->stats.state = RAILWIRE_RAIL_UP;
-    r->stats.down_reason = 0;
-    r->stats.heals++;
-    rs->n_live++;
-    rs->all_down_since_ms = 0;
-    rs->all_down_expired = 0;
+    rw_rail_in_service(rs, i, &svc, now);
     return 0;
 }
 
@@ -579,7 +553,7 @@ static void install(railwire_railset *rs, int64_t now)
         for (unsigned i = 0; i < res.n_rails && i < rs->n_rails; i++) {
             if (!res.ep[i])
                 continue;
-            int was_up = rs->rails[i].stats.state == RAILWIRE_RAIL_UP;
+            int was_up = rw_rail_is_up(&rs->rails[i]);
             rc = install_rail(rs, i, &res, sess, now);
             if (rc == 0) {
                 healed++;
@@ -652,12 +626,12 @@ int rw_heal_wait_fd(const railwire_railset *rs)
     return rs->healer ? rs->healer->wake_fd : -1;
 }
 
-int64_t rw_heal_due_in(const railwire_railset *rs, int64_t now_ms)
+int64_t rw_heal_deadline(const railwire_railset *rs)
 {
     const struct rw_healer *h = rs->healer;
     if (!h || h->in_flight || !h->due_ms)
-        return -1;
-    return h->due_ms > now_ms ? h->due_ms - now_ms : 0;
+        return INT64_MAX;
+    return h->due_ms;
 }
 
 void rw_heal_test_set_port(railwire_railset *rs, const char *port)

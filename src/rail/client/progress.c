@@ -16,75 +16,16 @@
 #include "common/busy_poll.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "rail/client/dispatch.h"
 #include "rail/client/heal.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/rail_state.h"
+#include "rail/client/xfer.h"
 
 #define RW_POLL_BATCH 64
 /* How often the control connections are checked and the transport is asked
  * for out-of-band death signals (ep_check). */
 #define RW_CHECK_INTERVAL_MS 100
 #define RW_MAX_WAIT_MS (24 * 3600 * 1000)
-
-#define RW_XFER_POOL_MAX 256
-
-/* rw_xfer_free and the completion of a transfer, inline in this file's hot
- * paths (deliver, rw_slice_finish); the exported rw_xfer_free serves the rest. */
-static inline void xfer_free(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
-        x->op.mr->users--; /* never completed: drop its use here */
-    if (x->slices != &x->one)
-        free(x->slices);
-    if (rs->n_pool < RW_XFER_POOL_MAX) {
-        x->next = rs->xfer_pool;
-        rs->xfer_pool = x;
-        rs->n_pool++;
-        return;
-    }
-    free(x);
-}
-
-void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x)
-        xfer_free(rs, x);
-}
-
-static inline void xfer_complete(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x->op.mr->users)
-        x->op.mr->users--;
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        rs->active_head = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
-    else
-        rs->active_tail = x->prev;
-    x->next = NULL;
-    x->prev = rs->done_tail;
-    if (rs->done_tail)
-        rs->done_tail->next = x;
-    else
-        rs->done_head = x;
-    rs->done_tail = x;
-    rs->n_done++;
-    rs->done_gen++;
-    if (x->sync_owned)
-        rs_wake(x->waiter);
-    else
-        rs->n_async_done++;
-}
-
-void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
-{
-    struct rw_xfer *x = s->xfer;
-    if (status && !x->status)
-        x->status = status;
-    if (++x->n_done == x->n_slices)
-        xfer_complete(rs, x);
-}
 
 /* Accounts one completion of rail r; returns a rail-level error (the rail
  * must go down) or 0. */
@@ -142,7 +83,7 @@ static inline int poll_rail(railwire_railset *rs, struct rw_rail *r, struct rw_w
             break;
     }
     if (rail_err)
-        rw_failover_rail_down(rs, r->index, rail_err);
+        rw_rail_report_failed(rs, r->index, rail_err, rw_now_ms());
     return total;
 }
 
@@ -163,22 +104,22 @@ int rw_progress(railwire_railset *rs)
         if (k >= rs->n_busy)
             continue;
         struct rw_rail *r = &rs->rails[rs->busy[k]];
-        if (r->stats.state == RAILWIRE_RAIL_UP)
+        if (rw_rail_is_up(r))
             total += poll_rail(rs, r, wcs);
     }
     int64_t now = rw_now_ms();
     if (busy)
-        rw_failover_check_timeouts(rs, now);
+        rw_detect_timeouts(rs, now);
     if (now >= rs->next_check_ms) {
         rs->next_check_ms = now + RW_CHECK_INTERVAL_MS;
         rw_rsess_check(rs);
-        rw_failover_check_eps(rs);
+        rw_detect_eps(rs, now);
     }
-    if (rs->healer) {
-        rw_heal_tick(rs, now);
-        rw_failover_check_all_down(rs, now);
-    }
+    rw_railset_dispatch(rs, now);
+    if (rs->healer)
+        rw_railset_timers(rs, now);
     rw_stripe_schedule(rs);
+    rw_railset_dispatch(rs, now); /* a post error while scheduling */
     return total;
 }
 
@@ -209,7 +150,7 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
             out[n].user_data = x->op.user_data;
             out[n].status = x->status;
             out[n].length = x->op.length;
-            xfer_free(rs, x);
+            rw_xfer_free(rs, x);
             rs->n_async--;
             rs->n_async_done--;
             n++;
@@ -286,18 +227,11 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
     }
     struct pollfd pfd[RAILWIRE_MAX_RAILS + 2];
     nfds_t n = 0;
-    int busy = rs->pending.head != NULL && rs->n_live > 0, outstanding = 0;
-    int64_t now = rw_now_ms();
+    int busy = rs->pending.head != NULL && rs->n_live > 0;
     for (unsigned i = 0; i < rs->n_rails; i++) {
         struct rw_rail *r = &rs->rails[i];
-        if (r->stats.state != RAILWIRE_RAIL_UP)
+        if (!rw_rail_is_up(r))
             continue;
-        if (r->outstanding.head) {
-            outstanding = 1;
-            int64_t left = r->outstanding.head->posted_ms + rs->op_timeout_ms + 1 - now;
-            if (left < ms)
-                ms = left < 0 ? 0 : (int)left;
-        }
         int fd = rs->ops->ep_wait_fd(r->ep);
         if (fd < 0 || rs->ops->ep_arm(r->ep) < 0) {
             busy = 1;
@@ -308,26 +242,12 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         pfd[n].revents = 0;
         n++;
     }
-    /* Out-of-band death signals are looked at every check interval while
-     * work is outstanding. */
-    if (outstanding && rs->ops->ep_check && ms > RW_CHECK_INTERVAL_MS)
-        ms = RW_CHECK_INTERVAL_MS;
-    if (rs->healer) {
-        int64_t due = rw_heal_due_in(rs, now);
-        if (due >= 0 && due < ms)
-            ms = (int)due;
-        if (rs->n_live == 0 && !rs->all_down_expired) {
-            int64_t left = rs->all_down_since_ms + rs->all_down_timeout_ms - now;
-            if (left < ms)
-                ms = left < 0 ? 0 : (int)left;
-        }
-        int hfd = rw_heal_wait_fd(rs);
-        if (hfd >= 0) {
-            pfd[n].fd = hfd;
-            pfd[n].events = POLLIN;
-            pfd[n].revents = 0;
-            n++;
-        }
+    int hfd = rw_heal_wait_fd(rs);
+    if (hfd >= 0) {
+        pfd[n].fd = hfd;
+        pfd[n].events = POLLIN;
+        pfd[n].revents = 0;
+        n++;
     }
     size_t done_before = rs->n_done;
     int got = rw_progress(rs);
@@ -336,6 +256,11 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
      * then either. */
     if (got > 0 || rs->n_done != done_before)
         return got;
+    int outstanding = rs->n_busy > 0;
+    int64_t now = rw_now_ms();
+    int64_t left = rw_railset_next_deadline(rs, now) - now;
+    if (left < ms)
+        ms = left < 0 ? 0 : (int)left;
     if (busy && ms > 1)
         ms = 1;
     if (rs->kick_fd >= 0) {

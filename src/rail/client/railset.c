@@ -12,7 +12,8 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "rail/client/heal.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/rail_state.h"
+#include "rail/client/xfer.h"
 
 void railwire_railset_opts_init(railwire_railset_opts *o)
 {
@@ -87,70 +88,6 @@ int rw_cond_init_monotonic(pthread_cond_t *c)
     int rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) || pthread_cond_init(c, &a);
     pthread_condattr_destroy(&a);
     return rc ? -1 : 0;
-}
-
-struct rw_rsess *rw_rsess_add(railwire_railset *rs, int fd)
-{
-    struct rw_rsess *s = calloc(1, sizeof(*s));
-    if (!s) {
-        rw_err("railset: out of memory for a session");
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    s->id = rs->next_sess_id++;
-    s->fd = fd;
-    s->had_ctrl = s->ctrl_up = fd >= 0;
-    s->next = rs->sessions;
-    rs->sessions = s;
-    return s;
-}
-
-void rw_rsess_unuse(railwire_railset *rs, struct rw_rsess *s)
-{
-    if (!s)
-        return;
-    if (s->users)
-        s->users--;
-    if (s->users)
-        return;
-    for (struct rw_rsess **pp = &rs->sessions; *pp; pp = &(*pp)->next) {
-        if (*pp == s) {
-            *pp = s->next;
-            break;
-        }
-    }
-    if (s->fd >= 0) {
-        rw_debug("railset: session %u has no rail left; closing its control connection", s->id);
-        close(s->fd);
-    }
-    free(s);
-}
-
-void rw_rsess_check(railwire_railset *rs)
-{
-    for (struct rw_rsess *s = rs->sessions; s; s = s->next) {
-        if (!s->ctrl_up)
-            continue;
-        char junk[256];
-        ssize_t n = recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
-        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
-            continue; /* still open (bytes after the ack are not part of the conversation) */
-        const char *why = n == 0 ? "the server closed it" : strerror(errno);
-        close(s->fd);
-        s->fd = -1;
-        s->ctrl_up = 0;
-        unsigned k = 0;
-        for (unsigned i = 0; i < rs->n_rails; i++)
-            if (rs->rails[i].sess == s) {
-                rs->rails[i].stats.control_up = 0;
-                k++;
-            }
-        rw_warn("railset: the control connection of session %u ended (%s); its %u rail(s) keep "
-                "working%s", s->id, why, k,
-                rs->healer ? " and are moved to a new session as soon as one opens" : "");
-        rw_heal_session_ended(rs);
-    }
 }
 
 unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom)
@@ -247,7 +184,6 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->reg_multi = ops->mr_reg_multi;
     rs->dialect = o->dialect;
     rs->n_rails = n;
-    rs->n_live = n;
     rs->n_layers = n_remote;
     rs->op_timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : RW_DEFAULT_OP_TIMEOUT_MS;
     rs->all_down_timeout_ms = o->all_down_timeout_ms > 0 ? o->all_down_timeout_ms
@@ -257,56 +193,41 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->max_tries = o->max_slice_tries; /* rw_heal_enable sets the healing default */
     rs->next_handle = 1;
     size_t slice = o->slice_size ? o->slice_size : RW_DEFAULT_SLICE_SIZE;
-    for (unsigned i = 0; i < n; i++) {
-        struct rw_rail *r = &rs->rails[i];
-        r->remote = calloc(n_remote, sizeof(*r->remote));
-        if (!r->remote)
-            goto nomem_rs;
-        memcpy(r->remote, rails[i].remote, n_remote * sizeof(*r->remote));
-        r->n_remote = n_remote;
+    rs->slice_size = slice > UINT32_MAX ? UINT32_MAX : slice;
+    rs->layer_max_base = calloc(n_remote, sizeof(*rs->layer_max_base));
+    struct rw_rsess *s0 = rs->layer_max_base ? rw_rsess_add(rs, -1) : NULL;
+    if (!s0)
+        goto nomem_rs;
+    struct rw_mr_desc **remote = calloc(n, sizeof(*remote));
+    for (unsigned i = 0; remote && i < n; i++) {
+        remote[i] = calloc(n_remote, sizeof(**remote));
+        if (!remote[i])
+            break;
+        memcpy(remote[i], rails[i].remote, n_remote * sizeof(**remote));
     }
+    if (!remote || !remote[n - 1]) {
+        for (unsigned i = 0; remote && i < n; i++)
+            free(remote[i]);
+        free(remote);
+        goto nomem_rs;
+    }
+    int64_t now = rw_now_ms();
     for (unsigned i = 0; i < n; i++) {
         struct rw_rail *r = &rs->rails[i];
         r->index = i;
         r->busy_pos = -1;
-        r->dom = rails[i].dom;
-        r->ep = rails[i].ep;
-        r->depth = rw_rail_depth(o->queue_depth, r->dom);
-        if (r->dom->max_msg && slice > r->dom->max_msg)
-            slice = r->dom->max_msg;
-        r->stats.index = i;
-        r->stats.state = RAILWIRE_RAIL_UP;
-        r->stats.gbps = r->dom->gbps > 0 ? r->dom->gbps : 1.0;
-        r->inv_gbps = 1.0 / r->stats.gbps;
-        snprintf(r->stats.name, sizeof(r->stats.name), "%s", r->dom->name);
+        struct rw_rail_service svc = {.dom = rails[i].dom, .ep = rails[i].ep,
+                                      .remote = remote[i], .n_remote = n_remote,
+                                      .peer = rails[i].peer, .sess = s0,
+                                      .queue_depth = o->queue_depth};
+        rw_rail_in_service(rs, i, &svc, now);
     }
-    if (slice > UINT32_MAX)
-        slice = UINT32_MAX;
-    rs->slice_size = slice;
-    rs->layer_max_base = calloc(n_remote, sizeof(*rs->layer_max_base));
-    if (!rs->layer_max_base)
-        goto nomem_rs;
-    rw_railset_update_bases(rs);
-    rs->min_inv_gbps = rs->rails[0].inv_gbps;
-    for (unsigned i = 1; i < n; i++)
-        if (rs->rails[i].inv_gbps < rs->min_inv_gbps)
-            rs->min_inv_gbps = rs->rails[i].inv_gbps;
-    struct rw_rsess *s0 = rw_rsess_add(rs, -1);
-    if (!s0)
-        goto nomem_rs;
-    int64_t now = rw_now_ms();
-    for (unsigned i = 0; i < n; i++) {
-        rs->rails[i].sess = s0;
-        rs->rails[i].up_since_ms = now;
-        rs->rails[i].peer = rails[i].peer;
-    }
-    s0->users = n;
+    free(remote);
     *out = rs;
     return 0;
 
 nomem_rs:
-    for (unsigned i = 0; i < n; i++)
-        free(rs->rails[i].remote);
+    free(rs->sessions); /* s0 alone, if it was made; no rail took its remote yet */
     free_shell(rs);
 nomem:
     rw_err("railset: out of memory");
@@ -321,8 +242,11 @@ void railwire_railset_close(railwire_railset *rs)
     rw_heal_disable(rs);
     /* Kill first so no outstanding operation touches a buffer after close. */
     for (unsigned i = 0; i < rs->n_rails; i++)
-        if (rs->rails[i].ep && rs->rails[i].stats.state == RAILWIRE_RAIL_UP)
+        if (rs->rails[i].ep && rw_rail_is_up(&rs->rails[i]))
             rs->ops->ep_kill(rs->rails[i].ep);
+    unsigned lost; /* down, but not reacted to yet: their eps still live */
+    while (rw_rail_next_lost(rs, &lost))
+        rs->ops->ep_kill(rs->rails[lost].ep);
     struct rw_xfer *x = rs->active_head;
     while (x) {
         struct rw_xfer *nx = x->next;
@@ -376,8 +300,10 @@ int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out,
         return RAILWIRE_E_INVALID;
     railwire_railset *w = (railwire_railset *)(uintptr_t)rs; /* the lock is not part of the value */
     rs_lock(w);
-    for (unsigned i = 0; i < rs->n_rails && i < max; i++)
+    for (unsigned i = 0; i < rs->n_rails && i < max; i++) {
         out[i] = rs->rails[i].stats;
+        out[i].state = rw_rail_public_state(&rs->rails[i]);
+    }
     rs_unlock(w);
     return (int)rs->n_rails;
 }

@@ -33,6 +33,17 @@
 struct rw_xfer;
 struct rw_healer;
 
+/* A rail's state (rail_state.h is its only writer). */
+enum rw_rail_st { RW_RAIL_NEW = 0, RW_RAIL_UP, RW_RAIL_DOWN };
+
+/* Events reported by the detectors and not yet reacted to (rail_state.c
+ * writes them, dispatch.c drains them). */
+struct rw_rail_events {
+    uint8_t lost[RAILWIRE_MAX_RAILS]; /* rails that went down, oldest first (a ring) */
+    unsigned lost_head, n_lost;
+    int control_ended;        /* a session's control connection ended */
+};
+
 /* A thread that waits for completions while another one (the poller)
  * sleeps in poll() for everybody.  Lives on the waiting thread's stack,
  * linked in the railset's list while it waits; woken one at a time: for
@@ -108,7 +119,8 @@ struct rw_rail {
     double inv_gbps;          /* 1 / stats.gbps: the load's scale, kept for the rail choice */
     struct rw_rsess *sess;    /* the session it belongs to */
     int64_t up_since_ms;      /* when it was (last) put in service */
-    railwire_rail_stats stats;
+    enum rw_rail_st st;       /* written by rail_state.c only */
+    railwire_rail_stats stats; /* counters; .state is derived (rw_rail_public_state) */
 };
 
 /* A local registration: one rw_mr per rail's domain. */
@@ -151,7 +163,7 @@ struct railwire_railset {
     const struct rw_transport_ops *ops;
     enum railwire_dialect dialect;
     unsigned n_rails;
-    unsigned n_live;
+    unsigned n_live;          /* rails UP (rail_state.c) */
     unsigned n_layers;        /* RO: layers per rail; RW: 1 */
     size_t slice_size;        /* effective (<= every rail's max_msg) */
     int op_timeout_ms;
@@ -166,6 +178,7 @@ struct railwire_railset {
     int64_t all_down_since_ms; /* when the last live rail went down (n_live == 0) */
     int all_down_expired;     /* the bound ran out: submits fail until a rail heals */
     int64_t next_check_ms;    /* next control-connection and ep_check pass */
+    struct rw_rail_events ev; /* reported, not yet dispatched */
     railwire_handle next_handle;
     unsigned rr_start;        /* where the next rail choice starts scanning */
     struct rw_rail *rails;    /* n_rails entries, owned */
@@ -229,24 +242,7 @@ void rs_wake(struct rw_waiter *w);
  * Returns 0 or -1. */
 int rw_cond_init_monotonic(pthread_cond_t *c);
 
-/* One rail handed to rw_railset_create_local(). */
-struct rw_rail_init {
-    struct rw_domain *dom;          /* ownership passes to the railset on success */
-    struct rw_ep *ep;               /* connected; ownership passes on success */
-    const struct rw_mr_desc *remote; /* copied */
-    unsigned n_remote;              /* RO: layer count (same on every rail); RW: 1 */
-    struct rw_qp_id peer;           /* the server's identity of the rail (zero: unknown) */
-};
-
-/* Builds a railset over `n` connected rails of transport `ops`, with the
- * options of `o` (slice size, depth, op timeout, dialect, all-down bound,
- * slice tries; healing itself is turned on by the caller with
- * rw_heal_enable).  The rails belong to session 0, which has no control
- * connection until the caller gives it one.  Returns 0 and *out (caller owns; railwire_railset_close), or
- * RAILWIRE_E_INVALID / RAILWIRE_E_NOMEM, in which case nothing of `rails`
- * was taken over. */
-int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
-                            const struct rw_rail_init *rails, unsigned n, railwire_railset **out);
+#include "rail/client/railset_local.h"
 
 /* --- slice lists, outstanding lists and the busy set: railset_lists.h --- */
 
@@ -295,53 +291,49 @@ static inline int rw_stripe_schedule(railwire_railset *rs)
 int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len);
 
 /* --- progress.c --- */
-/* Polls every live rail, accounts completions, checks op timeouts and
- * schedules pending slices.  Returns the number of completions processed. */
+/* Polls every live rail, accounts completions, runs the detectors, the
+ * dispatch of their events and the timers, and schedules pending slices.
+ * Returns the number of completions processed. */
 int rw_progress(railwire_railset *rs);
-/* Marks one slice finished with `status` (0 = its bytes moved); completes
- * its transfer when it was the last one. */
-void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status);
-/* Frees a transfer (back to the railset's pool) and drops its
- * registration's use count. */
-void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x);
 /* Recomputes layer_max_base after a rail's remote regions changed. */
 void rw_railset_update_bases(railwire_railset *rs);
 
-/* --- sessions (railset.c) --- */
+/* --- sessions (rsess.c) --- */
 /* Adds a session with control connection fd (-1: none; ownership passes).
  * Returns it, or NULL (out of memory: fd is closed). */
 struct rw_rsess *rw_rsess_add(railwire_railset *rs, int fd);
 /* Drops one rail's use of s; the last one closes its control connection
  * and frees it. */
 void rw_rsess_unuse(railwire_railset *rs, struct rw_rsess *s);
-/* Checks every session's control connection without blocking; logs and
- * records the ones that ended. */
+/* Detector: checks every session's control connection without blocking;
+ * an ended one is reported to the rail state machine. */
 void rw_rsess_check(railwire_railset *rs);
 
-/* --- failover.c --- */
-/* Takes rail `i` down for `reason`: kills its ep, moves its unfinished
- * slices to the front of the pending FIFO (or fails everything when no rail
- * is left).  Idempotent. */
-void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason);
+/* --- detect.c (detectors: they report to rail_state.h, nothing else) --- */
+/* Reports rails whose oldest outstanding slice is older than the op timeout. */
+void rw_detect_timeouts(railwire_railset *rs, int64_t now_ms);
+/* Asks each live rail's transport for out-of-band death signals
+ * (ops->ep_check) and reports the dead ones. */
+void rw_detect_eps(railwire_railset *rs, int64_t now_ms);
+
+/* --- failover.c (reactions, called by dispatch.c and heal.c) --- */
+/* Reaction to lost rail `i` (already DOWN in the state machine): kills its
+ * ep, moves its unfinished slices to the front of the pending FIFO (or
+ * fails everything when no rail is left and healing is off). */
+void rw_failover_take_down(railwire_railset *rs, unsigned i);
 /* Kills the ep of live rail i that is about to be replaced (healing moves
  * it to a new session) and takes its unfinished slices back to the pending
  * FIFO; the rail stays up.  The caller installs the new ep at once. */
 void rw_failover_rail_retire(railwire_railset *rs, unsigned i);
-/* Kills rails whose oldest outstanding slice is older than the op timeout. */
-void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms);
 /* Completes every unfinished transfer with `status` (no rail left). */
 void rw_failover_fail_all(railwire_railset *rs, int status);
+/* The all-down bound ran out: logs and fails everything. */
+void rw_failover_all_down_expired(railwire_railset *rs);
 /* True when `status` of a completion means the rail itself failed. */
 static inline int rw_failover_is_rail_error(int status)
 {
     return status != 0 && status != RAILWIRE_E_REMOTE_ACCESS;
 }
-/* With healing: fails everything once no rail has been live for the
- * all-down bound.  Returns 1 when it did. */
-int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms);
-/* Asks each live rail's transport for out-of-band death signals
- * (ops->ep_check) and fails over the dead ones. */
-void rw_failover_check_eps(railwire_railset *rs);
 
 #include "rail/client/railset_lists.h"
 

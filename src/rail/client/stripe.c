@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/rail_state.h"
 
 
 int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, struct rw_xfer **out)
@@ -75,7 +75,7 @@ int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
         if (i == rs->n_rails)
             i = 0;
         const struct rw_rail *r = &rs->rails[i];
-        if (r->stats.state != RAILWIRE_RAIL_UP || r->blocked || r->outstanding.count >= r->depth)
+        if (!rw_rail_is_up(r) || r->blocked || r->outstanding.count >= r->depth)
             continue;
         /* An idle rail of the fastest kind: nothing can be less loaded (every
          * other load is at least len * min_inv_gbps), so no load computed. */
@@ -148,7 +148,7 @@ void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s)
     if (rc < 0) {
         rw_warn("rail %u (%s): posting failed (%s); failing over", (unsigned)ri, r->stats.name,
                 railwire_strerror(rc));
-        rw_failover_rail_down(rs, (unsigned)ri, rc);
+        rw_rail_report_failed(rs, (unsigned)ri, rc, s->posted_ms);
     } else {
         if (!r->blocked)
             rs->n_blocked++;
@@ -200,7 +200,7 @@ static size_t schedule_round(railwire_railset *rs)
             unpost_tail(rs, r, n);
             rw_warn("rail %u (%s): posting failed (%s); failing over", i, r->stats.name,
                     railwire_strerror(rc));
-            rw_failover_rail_down(rs, i, rc);
+            rw_rail_report_failed(rs, i, rc, now);
             continue;
         }
         if ((size_t)rc > n)

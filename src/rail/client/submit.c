@@ -5,7 +5,8 @@
 #include <stdint.h>
 
 #include "common/log.h"
-#include "rail/client/railset_internal.h"
+#include "common/time.h"
+#include "rail/client/dispatch.h"
 
 /* Returns 0 when `op` is a transfer this railset can carry, else the error
  * (logged). */
@@ -77,6 +78,8 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
         rw_stripe_post_one(rs, &x->one);
     else
         rw_stripe_schedule(rs);
+    if (rw_rail_events_pending(rs)) /* a post failed */
+        rw_railset_dispatch_run(rs, rw_now_ms());
     return 0;
 }
 
@@ -121,6 +124,8 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
         handles[k] = x->handle;
     }
     rw_stripe_schedule(rs);
+    if (rw_rail_events_pending(rs)) /* a post failed */
+        rw_railset_dispatch_run(rs, rw_now_ms());
     rs_unlock(rs);
     if (k == 0 && rc < 0)
         return rc;

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* A transfer's end: a slice finishing, the transfer completing (active ->
+ * done list, its waiter woken) and its release back to the railset's pool.
+ * Inline: every slice passes here once (from progress, failover and
+ * stripe), and the lock is held wherever they run.  Below every other file
+ * of the client except the lists: it calls nothing of theirs. */
+#ifndef RW_RAIL_CLIENT_XFER_H
+#define RW_RAIL_CLIENT_XFER_H
+#if defined(RW_LAYER_RAIL_SERVER) || defined(RW_LAYER_RAIL_SESSION) || defined(RW_LAYER_RAIL_METRICS) || defined(RW_LAYER_BELOW_RAIL)
+#error "src/rail/client/ is private to the client (docs/architecture.md)"
+#endif
+
+#include <stdlib.h>
+
+#include "rail/client/railset_internal.h"
+
+#define RW_XFER_POOL_MAX 256
+
+/* Frees a transfer (back to the railset's pool) and drops its
+ * registration's use count when it never completed. */
+static inline void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (!x)
+        return;
+    if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
+        x->op.mr->users--; /* never completed: drop its use here */
+    if (x->slices != &x->one)
+        free(x->slices);
+    if (rs->n_pool < RW_XFER_POOL_MAX) {
+        x->next = rs->xfer_pool;
+        rs->xfer_pool = x;
+        rs->n_pool++;
+        return;
+    }
+    free(x);
+}
+
+/* Moves a finished transfer from the active to the done list and wakes
+ * whoever waits for it. */
+static inline void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x->op.mr->users)
+        x->op.mr->users--;
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        rs->active_head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        rs->active_tail = x->prev;
+    x->next = NULL;
+    x->prev = rs->done_tail;
+    if (rs->done_tail)
+        rs->done_tail->next = x;
+    else
+        rs->done_head = x;
+    rs->done_tail = x;
+    rs->n_done++;
+    rs->done_gen++;
+    if (x->sync_owned)
+        rs_wake(x->waiter);
+    else
+        rs->n_async_done++;
+}
+
+/* Marks one slice finished with `status` (0 = its bytes moved); completes
+ * its transfer when it was the last one. */
+static inline void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
+{
+    struct rw_xfer *x = s->xfer;
+    if (status && !x->status)
+        x->status = status;
+    if (++x->n_done == x->n_slices)
+        rw_xfer_complete(rs, x);
+}
+
+#endif
