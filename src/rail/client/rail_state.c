@@ -4,6 +4,25 @@
 
 #include <stdio.h>
 
+unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom)
+{
+    unsigned d = queue_depth ? queue_depth : RW_DEFAULT_QUEUE_DEPTH;
+    if (dom->max_qp_wr && d > dom->max_qp_wr)
+        d = dom->max_qp_wr;
+    return d ? d : 1;
+}
+
+void rw_railset_update_bases(railwire_railset *rs)
+{
+    for (unsigned l = 0; l < rs->n_layers; l++) {
+        uint64_t m = 0;
+        for (unsigned i = 0; i < rs->n_rails; i++)
+            if (rs->rails[i].remote && rs->rails[i].remote[l].base_addr > m)
+                m = rs->rails[i].remote[l].base_addr;
+        rs->layer_max_base[l] = m;
+    }
+}
+
 /* min_inv_gbps over the live rails (the fastest live rail); with none
  * live, over every rail that has a domain, so the rail choice keeps a
  * sane scale while it has nothing to choose from. */

@@ -33,71 +33,6 @@ void railwire_railset_opts_init(railwire_railset_opts *o)
     o->heal_stable_ms = RW_DEFAULT_HEAL_STABLE_MS;
 }
 
-void rs_lock_contended(railwire_railset *rs)
-{
-    /* Contended: let busy pollers see that someone waits for the lock. */
-    atomic_fetch_add_explicit(&rs->lock_waiters, 1, memory_order_relaxed);
-    pthread_mutex_lock(&rs->lock);
-    atomic_fetch_sub_explicit(&rs->lock_waiters, 1, memory_order_relaxed);
-}
-
-void rs_wake(struct rw_waiter *w)
-{
-    if (w && !w->woken) {
-        w->woken = 1;
-        pthread_cond_signal(&w->cond);
-    }
-}
-
-void rs_notify(railwire_railset *rs)
-{
-    /* One async waiter per async completion nobody has taken yet: the
-     * waiters already woken count first, so a thread that delivered its
-     * own completions wakes nobody for them. */
-    size_t want = rs->n_async_done;
-    for (struct rw_waiter *w = rs->wait_head; w && want; w = w->next) {
-        if (w->handle)
-            continue;
-        if (!w->woken)
-            rs_wake(w);
-        want--;
-    }
-}
-
-void rs_release_slow(railwire_railset *rs)
-{
-    rs_notify(rs);
-    if (rs->poller && rs->kick_fd >= 0 &&
-        (rs->poller_gen != rs->done_gen || rs->poller_rails_gen != rs->rails_gen)) {
-        /* Another thread finished transfers while the poller sleeps (one of
-         * them may be what the poller waits for), or put a rail in service
-         * whose completions the poller's poll set does not watch yet. */
-        uint64_t one = 1;
-        rs->poller_gen = rs->done_gen;
-        rs->poller_rails_gen = rs->rails_gen;
-        if (write(rs->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-            rw_debug("railset: cannot kick the poller: %s", strerror(errno));
-    }
-}
-
-int rw_cond_init_monotonic(pthread_cond_t *c)
-{
-    pthread_condattr_t a;
-    if (pthread_condattr_init(&a))
-        return -1;
-    int rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) || pthread_cond_init(c, &a);
-    pthread_condattr_destroy(&a);
-    return rc ? -1 : 0;
-}
-
-unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom)
-{
-    unsigned d = queue_depth ? queue_depth : RW_DEFAULT_QUEUE_DEPTH;
-    if (dom->max_qp_wr && d > dom->max_qp_wr)
-        d = dom->max_qp_wr;
-    return d ? d : 1;
-}
-
 /* Frees the railset's own allocations (the lock, the kick eventfd, the
  * transfer pool, the per-rail arrays) and the railset itself. */
 static void free_shell(railwire_railset *rs)
@@ -117,17 +52,6 @@ static void free_shell(railwire_railset *rs)
     free(rs->busy);
     free(rs->graveyard);
     free(rs);
-}
-
-void rw_railset_update_bases(railwire_railset *rs)
-{
-    for (unsigned l = 0; l < rs->n_layers; l++) {
-        uint64_t m = 0;
-        for (unsigned i = 0; i < rs->n_rails; i++)
-            if (rs->rails[i].remote && rs->rails[i].remote[l].base_addr > m)
-                m = rs->rails[i].remote[l].base_addr;
-        rs->layer_max_base[l] = m;
-    }
 }
 
 int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
