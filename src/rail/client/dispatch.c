@@ -23,6 +23,9 @@ void rw_railset_timers(railwire_railset *rs, int64_t now)
 {
     if (!rs->healer)
         return;
+    /* The healer hears of the rails lost this round before its tick (the
+     * loss damps the next attempt). */
+    rw_railset_dispatch(rs, now);
     rw_heal_tick(rs, now);
     if (rw_rail_all_down_due(rs, now))
         rw_failover_all_down_expired(rs);

@@ -37,8 +37,9 @@ static inline void rw_railset_dispatch(railwire_railset *rs, int64_t now)
         rw_railset_dispatch_run(rs, now);
 }
 
-/* The railset's timers at `now`: the healer's tick (install a finished
- * attempt, start the next) and the all-down bound.  With healing only. */
+/* The railset's timers at `now`, with healing only: the events reported so
+ * far are dispatched, then the healer's tick (install a finished attempt,
+ * start the next) and the all-down bound. */
 void rw_railset_timers(railwire_railset *rs, int64_t now);
 
 /* The railset's next deadline (CLOCK_MONOTONIC ms; INT64_MAX: none): the

@@ -115,11 +115,12 @@ int rw_progress(railwire_railset *rs)
         rw_rsess_check(rs);
         rw_detect_eps(rs, now);
     }
-    rw_railset_dispatch(rs, now);
     if (rs->healer)
         rw_railset_timers(rs, now);
     rw_stripe_schedule(rs);
-    rw_railset_dispatch(rs, now); /* a post error while scheduling */
+    /* The reactions to what the detectors above (and a post error while
+     * scheduling) reported; a lost rail is not chosen meanwhile. */
+    rw_railset_dispatch(rs, now);
     return total;
 }
 

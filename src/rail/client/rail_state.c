@@ -96,6 +96,7 @@ int rw_rail_report_failed(railwire_railset *rs, unsigned i, int reason, int64_t 
      * only after the queue was drained: the ring never overflows. */
     rs->ev.lost[(rs->ev.lost_head + rs->ev.n_lost) % RAILWIRE_MAX_RAILS] = (uint8_t)i;
     rs->ev.n_lost++;
+    rs->ev.pending++;
     return 1;
 }
 
@@ -104,6 +105,8 @@ void rw_rail_report_control_ended(railwire_railset *rs, struct rw_rsess *s)
     for (unsigned i = 0; i < rs->n_rails; i++)
         if (rs->rails[i].sess == s)
             rs->rails[i].stats.control_up = 0;
+    if (!rs->ev.control_ended)
+        rs->ev.pending++;
     rs->ev.control_ended = 1;
 }
 
@@ -114,12 +117,15 @@ int rw_rail_next_lost(railwire_railset *rs, unsigned *i)
     *i = rs->ev.lost[rs->ev.lost_head];
     rs->ev.lost_head = (rs->ev.lost_head + 1) % RAILWIRE_MAX_RAILS;
     rs->ev.n_lost--;
+    rs->ev.pending--;
     return 1;
 }
 
 int rw_rail_take_control_ended(railwire_railset *rs)
 {
     int e = rs->ev.control_ended;
+    if (e)
+        rs->ev.pending--;
     rs->ev.control_ended = 0;
     return e;
 }

@@ -84,7 +84,7 @@ int64_t rw_rail_all_down_deadline(const railwire_railset *rs);
 /* True while events wait for dispatch (inline: progress asks every round). */
 static inline int rw_rail_events_pending(const railwire_railset *rs)
 {
-    return rs->ev.n_lost || rs->ev.control_ended;
+    return rs->ev.pending != 0;
 }
 
 #endif

@@ -39,9 +39,10 @@ enum rw_rail_st { RW_RAIL_NEW = 0, RW_RAIL_UP, RW_RAIL_DOWN };
 /* Events reported by the detectors and not yet reacted to (rail_state.c
  * writes them, dispatch.c drains them). */
 struct rw_rail_events {
-    uint8_t lost[RAILWIRE_MAX_RAILS]; /* rails that went down, oldest first (a ring) */
+    unsigned pending;         /* n_lost + control_ended: one test on the hot path */
     unsigned lost_head, n_lost;
     int control_ended;        /* a session's control connection ended */
+    uint8_t lost[RAILWIRE_MAX_RAILS]; /* rails that went down, oldest first (a ring) */
 };
 
 /* A thread that waits for completions while another one (the poller)
