@@ -28,7 +28,7 @@ void rw_detect_timeouts(railwire_railset *rs, int64_t now_ms)
         struct rw_rail *r = &rs->rails[i];
         if (!rw_rail_is_up(r) || !r->outstanding.head)
             continue;
-        int64_t age = now_ms - r->outstanding.head->posted_ms;
+        int64_t age = now_ms - rw_slice_of(r->outstanding.head)->posted_ms;
         if (age > rs->op_timeout_ms) {
             rw_warn("rail %u (%s): an operation has been outstanding for %lld ms (op timeout "
                     "%d ms): the link may be dropping packets", i, r->stats.name, (long long)age,

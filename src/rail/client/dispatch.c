@@ -44,7 +44,7 @@ int64_t rw_railset_next_deadline(const railwire_railset *rs, int64_t now)
     for (unsigned k = 0; k < rs->n_busy; k++) {
         const struct rw_rail *r = &rs->rails[rs->busy[k]];
         if (rw_rail_is_up(r) && r->outstanding.head)
-            d = min64(d, r->outstanding.head->posted_ms + rs->op_timeout_ms + 1);
+            d = min64(d, rw_slice_of(r->outstanding.head)->posted_ms + rs->op_timeout_ms + 1);
     }
     /* Out-of-band death signals are looked at every check interval while
      * work is outstanding. */

@@ -19,7 +19,7 @@ void rw_failover_fail_all(railwire_railset *rs, int status)
             continue;
         }
         while (r->outstanding.head) {
-            struct rw_slice *s = r->outstanding.head;
+            struct rw_slice *s = rw_slice_of(r->outstanding.head);
             rw_rail_out_remove(rs, r, s);
             s->rail = -1;
             rw_slice_finish(rs, s, status);
@@ -27,8 +27,8 @@ void rw_failover_fail_all(railwire_railset *rs, int status)
         r->inflight_bytes = 0;
     }
     while (rs->pending.head) {
-        struct rw_slice *s = rs->pending.head;
-        rw_slice_list_remove(&rs->pending, s);
+        struct rw_slice *s = rw_slice_of(rs->pending.head);
+        rw_list_remove(&rs->pending, &s->link);
         rw_slice_finish(rs, s, status);
     }
 }
@@ -39,10 +39,10 @@ void rw_failover_fail_all(railwire_railset *rs, int status)
  * across rails and heals).  Returns the number moved. */
 static size_t take_back(railwire_railset *rs, struct rw_rail *r, int reason)
 {
-    struct rw_slice_list back = {0};
+    struct rw_list back = {0};
     size_t moved = 0, failed = 0;
     while (r->outstanding.head) {
-        struct rw_slice *s = r->outstanding.head;
+        struct rw_slice *s = rw_slice_of(r->outstanding.head);
         rw_rail_out_remove(rs, r, s);
         s->rail = -1;
         if (rs->max_tries && s->tries >= rs->max_tries) {
@@ -50,14 +50,14 @@ static size_t take_back(railwire_railset *rs, struct rw_rail *r, int reason)
             rw_slice_finish(rs, s, reason);
             continue;
         }
-        rw_slice_list_push_tail(&back, s);
+        rw_list_push_tail(&back, &s->link);
         moved++;
     }
     if (failed)
         rw_err("rail %u (%s): %zu slice(s) had been carried %u times already (max_slice_tries); "
                "their transfers fail with %s", r->index, r->stats.name, failed, rs->max_tries,
                railwire_error_class(reason));
-    rw_slice_list_prepend(&rs->pending, &back);
+    rw_list_prepend(&rs->pending, &back);
     return moved;
 }
 

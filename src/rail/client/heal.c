@@ -464,7 +464,8 @@ static int stage_mrs(railwire_railset *rs, unsigned i, struct rw_domain *dom)
 {
     int rc = 0;
     struct railwire_mr *m;
-    for (m = rs->mrs; m; m = m->next) {
+    for (m = rw_list_first(&rs->mrs, struct railwire_mr, link); m;
+         m = rw_list_next(m, struct railwire_mr, link)) {
         m->staged = NULL;
         rc = rs->ops->mr_reg(dom, m->addr, m->len, RW_ACCESS_LOCAL, &m->staged);
         if (rc < 0) {
@@ -475,7 +476,9 @@ static int stage_mrs(railwire_railset *rs, unsigned i, struct rw_domain *dom)
         }
     }
     if (rc < 0)
-        for (struct railwire_mr *k = rs->mrs; k != m; k = k->next) {
+        rw_list_for_each(k, &rs->mrs, struct railwire_mr, link) {
+            if (k == m)
+                break;
             rs->ops->mr_dereg(k->staged);
             k->staged = NULL;
         }
@@ -497,7 +500,7 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
          * moves to the new session without ever going down. */
         rw_failover_rail_retire(rs, i);
     }
-    for (struct railwire_mr *m = rs->mrs; m; m = m->next) {
+    rw_list_for_each(m, &rs->mrs, struct railwire_mr, link) {
         if (m->per_rail[i])
             rs->ops->mr_dereg(m->per_rail[i]);
         m->per_rail[i] = m->staged;

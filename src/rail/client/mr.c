@@ -166,10 +166,7 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
     if (rc < 0) {
         dereg_all(rs, m);
     } else {
-        m->next = rs->mrs;
-        if (rs->mrs)
-            rs->mrs->prev = m;
-        rs->mrs = m;
+        rw_list_push_head(&rs->mrs, &m->link);
     }
     if (--rs->regs_busy == 0)
         close_graveyard(rs);
@@ -189,12 +186,7 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
 void rw_mr_release(struct railwire_mr *mr)
 {
     railwire_railset *rs = mr->rs;
-    if (mr->prev)
-        mr->prev->next = mr->next;
-    else
-        rs->mrs = mr->next;
-    if (mr->next)
-        mr->next->prev = mr->prev;
+    rw_list_remove(&rs->mrs, &mr->link);
     dereg_all(rs, mr);
     free(mr->per_rail);
     free(mr);

@@ -124,29 +124,15 @@ int rw_progress(railwire_railset *rs)
     return total;
 }
 
-/* Removes x from the done list. */
-static void done_unlink(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        rs->done_head = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
-    else
-        rs->done_tail = x->prev;
-    rs->n_done--;
-}
-
 static int deliver(railwire_railset *rs, railwire_completion *out, int max)
 {
     int n = 0;
-    struct rw_xfer *x = rs->done_head;
+    struct rw_xfer *x = rw_xfer_of(rs->done.head);
     while (n < max && x) {
-        struct rw_xfer *nx = x->next;
+        struct rw_xfer *nx = rw_xfer_of(x->link.next);
         if (!x->sync_owned) {
             /* A synchronous helper's transfer is its own: never taken here. */
-            done_unlink(rs, x);
+            rw_list_remove(&rs->done, &x->link);
             out[n].handle = x->handle;
             out[n].user_data = x->op.user_data;
             out[n].status = x->status;
@@ -180,26 +166,13 @@ static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
         ts.tv_nsec -= 1000000000L;
     }
     w->woken = 0;
-    w->next = NULL;
-    w->prev = rs->wait_tail;
-    if (rs->wait_tail)
-        rs->wait_tail->next = w;
-    else
-        rs->wait_head = w;
-    rs->wait_tail = w;
+    rw_list_push_tail(&rs->waiters, &w->link);
     /* The wait releases the lock: whatever this thread finished meanwhile
      * (perhaps the sleeping poller's own transfer) must reach the others. */
     rs_release_prepare(rs);
     while (!w->woken && pthread_cond_timedwait(&w->cond, &rs->lock, &ts) == 0)
         ;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        rs->wait_head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        rs->wait_tail = w->prev;
+    rw_list_remove(&rs->waiters, &w->link);
 }
 
 /* The poll set of a sleep_on_rails spin (rw_busy_poll_run). */
@@ -250,12 +223,12 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         pfd[n].revents = 0;
         n++;
     }
-    size_t done_before = rs->n_done;
+    size_t done_before = rs->done.count;
     int got = rw_progress(rs);
     /* A transfer may also finish without a completion being polled (a rail
      * timed out or failed to post and it was the last one): do not sleep
      * then either. */
-    if (got > 0 || rs->n_done != done_before)
+    if (got > 0 || rs->done.count != done_before)
         return got;
     int outstanding = rs->n_busy > 0;
     int64_t now = rw_now_ms();
@@ -298,7 +271,7 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
             rw_debug("progress: reading the kick eventfd failed: %s", strerror(errno));
     }
     /* Let a follower take over the polling if one still waits. */
-    for (struct rw_waiter *f = rs->wait_head; f; f = f->next)
+    rw_list_for_each(f, &rs->waiters, struct rw_waiter, link)
         if (!f->woken) {
             rs_wake(f);
             break;
@@ -313,7 +286,7 @@ int railwire_poll(railwire_railset *rs, railwire_completion *out, int max)
     rs_lock(rs);
     rw_progress(rs);
     int n = deliver(rs, out, max);
-    int others = rs->wait_head != NULL;
+    int others = rs->waiters.head != NULL;
     rs_unlock(rs);
     /* A caller that polls in a loop must not starve the threads that wait
      * for the lock or for their completions: give way when it got nothing. */
@@ -377,11 +350,11 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
     int64_t deadline = rw_now_ms() + timeout_ms;
     for (;;) {
         struct rw_xfer *x;
-        for (x = rs->done_head; x; x = x->next)
+        for (x = rw_xfer_of(rs->done.head); x; x = rw_xfer_of(x->link.next))
             if (x->handle == h)
                 break;
         if (x) {
-            done_unlink(rs, x);
+            rw_list_remove(&rs->done, &x->link);
             rc = x->status;
             rw_xfer_free(rs, x);
             break;
@@ -390,7 +363,7 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
         if (left == 0) {
             /* Still pending: it completes later and is delivered by
              * poll/wait like any other transfer. */
-            for (x = rs->active_head; x; x = x->next)
+            for (x = rw_xfer_of(rs->active.head); x; x = rw_xfer_of(x->link.next))
                 if (x->handle == h) {
                     x->sync_owned = 0;
                     x->waiter = NULL;
@@ -405,8 +378,8 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
         /* Sleep only if this round finished nothing: a transfer failed by
          * the op timeout or a failed post finishes with no completion
          * polled, and sleeping then would wait for the whole timeout. */
-        size_t done_before = rs->n_done;
-        if (rw_progress(rs) == 0 && rs->n_done == done_before)
+        size_t done_before = rs->done.count;
+        if (rw_progress(rs) == 0 && rs->done.count == done_before)
             sleep_on_rails(rs, &w, left);
     }
     rs_unlock(rs);

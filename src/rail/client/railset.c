@@ -41,8 +41,8 @@ static void free_shell(railwire_railset *rs)
     if (rs->kick_fd >= 0)
         close(rs->kick_fd);
     while (rs->xfer_pool) {
-        struct rw_xfer *px = rs->xfer_pool;
-        rs->xfer_pool = px->next;
+        struct rw_xfer *px = rw_xfer_of(rs->xfer_pool);
+        rs->xfer_pool = px->link.next;
         free(px);
     }
     free(rs->layer_max_base);
@@ -171,23 +171,18 @@ void railwire_railset_close(railwire_railset *rs)
     unsigned lost; /* down, but not reacted to yet: their eps still live */
     while (rw_rail_next_lost(rs, &lost))
         rs->ops->ep_kill(rs->rails[lost].ep);
-    struct rw_xfer *x = rs->active_head;
-    while (x) {
-        struct rw_xfer *nx = x->next;
-        rw_xfer_free(rs, x);
-        x = nx;
-    }
-    x = rs->done_head;
-    while (x) {
-        struct rw_xfer *nx = x->next;
-        rw_xfer_free(rs, x);
-        x = nx;
-    }
+    struct rw_list *lists[2] = {&rs->active, &rs->done};
+    for (int k = 0; k < 2; k++)
+        while (lists[k]->head) {
+            struct rw_xfer *x = rw_xfer_of(lists[k]->head);
+            rw_list_remove(lists[k], &x->link);
+            rw_xfer_free(rs, x);
+        }
     for (unsigned i = 0; i < rs->n_rails; i++)
         if (rs->rails[i].ep)
             rs->ops->ep_destroy(rs->rails[i].ep);
-    while (rs->mrs)
-        rw_mr_release(rs->mrs);
+    while (rs->mrs.head)
+        rw_mr_release(rw_list_entry(rs->mrs.head, struct railwire_mr, link));
     for (unsigned i = 0; i < rs->n_rails; i++) {
         if (rs->rails[i].dom)
             rs->ops->domain_close(rs->rails[i].dom);

@@ -20,6 +20,7 @@
 
 #include <railwire/railset.h>
 
+#include "common/list.h"
 #include "transport/transport.h"
 #include "wire/wire.h"
 
@@ -51,10 +52,10 @@ struct rw_rail_events {
  * its own transfer (handle != 0, a synchronous helper), for an async
  * completion (handle 0, railwire_wait), or to take over the polling. */
 struct rw_waiter {
+    struct rw_list_node link; /* in the railset's waiters */
     pthread_cond_t cond;
     railwire_handle handle;
     int woken;
-    struct rw_waiter *prev, *next;
 };
 
 /* One session (one control connection) some rails of the railset belong
@@ -73,24 +74,25 @@ struct rw_rsess {
  * transfer's slice array; linked into exactly one list at a time: the
  * railset's pending FIFO or its rail's outstanding list (oldest first). */
 struct rw_slice {
+    struct rw_list_node link; /* first: a NULL node is a NULL slice */
     struct rw_xfer *xfer;
     size_t offset;            /* from the start of the transfer */
     uint32_t length;
     int rail;                 /* rail carrying it, -1 while pending */
     int64_t posted_ms;        /* when it was posted on `rail` */
     unsigned tries;           /* times it was posted (and not merely taken back) */
-    struct rw_slice *prev, *next;
 };
 
-/* A doubly linked list of slices. */
-struct rw_slice_list {
-    struct rw_slice *head, *tail;
-    size_t count;
-};
+/* The slice of list node n (NULL for NULL). */
+static inline struct rw_slice *rw_slice_of(struct rw_list_node *n)
+{
+    return rw_list_entry_or_null(n, struct rw_slice, link);
+}
 
 /* One submitted transfer.  Owned by the railset from submit until it has
  * been delivered by poll/wait (or the railset is closed). */
 struct rw_xfer {
+    struct rw_list_node link; /* first; in the active or done list (link.next: in the pool) */
     railwire_handle handle;
     railwire_op op;
     int status;               /* first error of any slice, 0 while fine */
@@ -99,7 +101,6 @@ struct rw_xfer {
     size_t n_slices;
     size_t n_done;            /* slices finished (success or final error) */
     struct rw_slice *slices;  /* n_slices entries: `one` or owned */
-    struct rw_xfer *prev, *next; /* in the active or done list (next: in the pool) */
     struct rw_slice one;      /* the slice of a single-slice transfer (no allocation) */
 };
 
@@ -114,7 +115,7 @@ struct rw_rail {
     unsigned depth;           /* bound on outstanding slices */
     int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
     uint64_t inflight_bytes;
-    struct rw_slice_list outstanding; /* change it through rw_rail_out_push/_remove */
+    struct rw_list outstanding; /* slices; change it through rw_rail_out_push/_remove */
     int busy_pos;             /* index in the railset's busy set, -1 while nothing is outstanding */
     struct rw_qp_id peer;     /* the server's identity of this rail (its GID says where) */
     double inv_gbps;          /* 1 / stats.gbps: the load's scale, kept for the rail choice */
@@ -126,13 +127,13 @@ struct rw_rail {
 
 /* A local registration: one rw_mr per rail's domain. */
 struct railwire_mr {
+    struct rw_list_node link; /* in the railset's mrs */
     railwire_railset *rs;
     void *addr;
     size_t len;
     unsigned users;           /* unfinished transfers that use it */
     struct rw_mr **per_rail;  /* owned: one per rail (NULL where none) */
     struct rw_mr *staged;     /* healing: the registration on a rail being installed */
-    struct railwire_mr *prev, *next;
 };
 
 struct railwire_railset {
@@ -148,7 +149,7 @@ struct railwire_railset {
     pthread_mutex_t lock;
     atomic_uint lock_waiters; /* threads blocked in rs_lock (contended only) */
     int poller;               /* a thread sleeps in poll() for everyone */
-    struct rw_waiter *wait_head, *wait_tail; /* followers, oldest first */
+    struct rw_list waiters;   /* followers (struct rw_waiter), oldest first */
     size_t n_async_done;      /* async transfers finished and not yet delivered */
     uint64_t done_gen;        /* bumped whenever a transfer finishes */
     uint64_t poller_gen;      /* done_gen when the poller went to sleep (or was kicked) */
@@ -156,7 +157,8 @@ struct railwire_railset {
     uint64_t poller_rails_gen; /* rails_gen when the poller built its poll set */
     int kick_fd;              /* eventfd in the poller's poll set, -1 if none */
     size_t n_async;           /* submitted by submit/submit_batch, not yet delivered */
-    struct rw_xfer *xfer_pool; /* freed transfers kept for reuse (no allocation per transfer) */
+    struct rw_list_node *xfer_pool; /* freed transfers kept for reuse (no allocation per
+                                       transfer), chained through link.next */
     unsigned n_pool;
     uint64_t *layer_max_base; /* per layer: the largest base_addr over the rails (overflow check) */
     unsigned regs_busy;       /* registrations running without the lock */
@@ -191,11 +193,10 @@ struct railwire_railset {
                                  progress polls and checks only these */
     unsigned n_busy;
     unsigned n_blocked;       /* rails whose ep_post took fewer than offered */
-    struct rw_slice_list pending; /* slices waiting for a rail, in order */
-    struct rw_xfer *active_head, *active_tail; /* submitted, not finished */
-    struct rw_xfer *done_head, *done_tail;     /* finished, not delivered */
-    size_t n_done;
-    struct railwire_mr *mrs;  /* every live registration */
+    struct rw_list pending;   /* slices waiting for a rail, in order */
+    struct rw_list active;    /* transfers submitted, not finished */
+    struct rw_list done;      /* transfers finished, not delivered */
+    struct rw_list mrs;       /* every live registration (railwire_mr) */
     /* ops->mr_reg_multi (verbs: in parallel per device, reusing a device's
      * registration), or NULL: mr_reg on each domain. */
     int (*reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
@@ -227,7 +228,7 @@ void rs_release_slow(railwire_railset *rs);
  * waiting or polling there is nobody to wake or kick. */
 static inline void rs_release_prepare(railwire_railset *rs)
 {
-    if (rs->wait_head || rs->poller)
+    if (rs->waiters.head || rs->poller)
         rs_release_slow(rs);
 }
 /* Releases the lock, waking waiters (and kicking a sleeping poller) when

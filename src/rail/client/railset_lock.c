@@ -31,7 +31,8 @@ void rs_notify(railwire_railset *rs)
      * waiters already woken count first, so a thread that delivered its
      * own completions wakes nobody for them. */
     size_t want = rs->n_async_done;
-    for (struct rw_waiter *w = rs->wait_head; w && want; w = w->next) {
+    for (struct rw_waiter *w = rw_list_first(&rs->waiters, struct rw_waiter, link); w && want;
+         w = rw_list_next(w, struct rw_waiter, link)) {
         if (w->handle)
             continue;
         if (!w->woken)

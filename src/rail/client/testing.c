@@ -104,7 +104,7 @@ void rw_test_dump(railwire_railset *rs, FILE *f, void (*rail_cb)(struct rw_ep *e
     rs_lock(rs);
     fprintf(f, "  railset: n_live %u, n_busy %u, pending %zu, active %s, poller %d, "
             "n_async %zu\n", rs->n_live, rs->n_busy, rs->pending.count,
-            rs->active_head ? "yes" : "no", rs->poller, rs->n_async);
+            rs->active.head ? "yes" : "no", rs->poller, rs->n_async);
     for (unsigned i = 0; i < rs->n_rails; i++) {
         const struct rw_rail *r = &rs->rails[i];
         fprintf(f, "  rail %u: state %d, outstanding %zu, busy_pos %d, blocked %d, "
@@ -117,7 +117,7 @@ void rw_test_dump(railwire_railset *rs, FILE *f, void (*rail_cb)(struct rw_ep *e
     }
     for (unsigned k = 0; k < rs->n_busy; k++)
         fprintf(f, "  busy[%u] = %u\n", k, rs->busy[k]);
-    for (const struct rw_waiter *w = rs->wait_head; w; w = w->next)
+    rw_list_for_each(w, &rs->waiters, struct rw_waiter, link)
         fprintf(f, "  waiter: handle %llu woken %d\n", (unsigned long long)w->handle, w->woken);
     rs_unlock(rs);
 }

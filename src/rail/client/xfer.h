@@ -27,8 +27,8 @@ static inline void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
     if (x->slices != &x->one)
         free(x->slices);
     if (rs->n_pool < RW_XFER_POOL_MAX) {
-        x->next = rs->xfer_pool;
-        rs->xfer_pool = x;
+        x->link.next = rs->xfer_pool;
+        rs->xfer_pool = &x->link;
         rs->n_pool++;
         return;
     }
@@ -41,22 +41,8 @@ static inline void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
 {
     if (x->op.mr->users)
         x->op.mr->users--;
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        rs->active_head = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
-    else
-        rs->active_tail = x->prev;
-    x->next = NULL;
-    x->prev = rs->done_tail;
-    if (rs->done_tail)
-        rs->done_tail->next = x;
-    else
-        rs->done_head = x;
-    rs->done_tail = x;
-    rs->n_done++;
+    rw_list_remove(&rs->active, &x->link);
+    rw_list_push_tail(&rs->done, &x->link);
     rs->done_gen++;
     if (x->sync_owned)
         rs_wake(x->waiter);
