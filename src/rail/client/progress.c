@@ -188,6 +188,38 @@ static int spin_poll_once(void *arg)
     return poll(s->pfd, s->n, 0);
 }
 
+static void add_fd(struct pollfd *pfd, nfds_t *n, int fd)
+{
+    pfd[*n].fd = fd;
+    pfd[*n].events = POLLIN;
+    pfd[*n].revents = 0;
+    (*n)++;
+}
+
+/* Arms every live rail and puts its wait fd in pfd, then the heal worker's
+ * eventfd.  Sets *busy when slices wait for a live rail or a rail could not
+ * be armed (the sleep must then be short).  Returns the fds set. */
+static nfds_t arm_poll_set(railwire_railset *rs, struct pollfd *pfd, int *busy)
+{
+    nfds_t n = 0;
+    *busy = rs->pending.head != NULL && rs->n_live > 0;
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (!rw_rail_is_up(r))
+            continue;
+        int fd = rs->ops->ep_wait_fd(r->ep);
+        if (fd < 0 || rs->ops->ep_arm(r->ep) < 0) {
+            *busy = 1;
+            continue;
+        }
+        add_fd(pfd, &n, fd);
+    }
+    int hfd = rw_heal_wait_fd(rs);
+    if (hfd >= 0)
+        add_fd(pfd, &n, hfd);
+    return n;
+}
+
 /* With the lock held: sleeps until a rail may have completions, at most ms
  * milliseconds, and returns with the lock held.  While slices are
  * outstanding it first spins for rs->busy_poll_ns (see common/busy_poll.h),
@@ -200,29 +232,8 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         return 0;
     }
     struct pollfd pfd[RAILWIRE_MAX_RAILS + 2];
-    nfds_t n = 0;
-    int busy = rs->pending.head != NULL && rs->n_live > 0;
-    for (unsigned i = 0; i < rs->n_rails; i++) {
-        struct rw_rail *r = &rs->rails[i];
-        if (!rw_rail_is_up(r))
-            continue;
-        int fd = rs->ops->ep_wait_fd(r->ep);
-        if (fd < 0 || rs->ops->ep_arm(r->ep) < 0) {
-            busy = 1;
-            continue;
-        }
-        pfd[n].fd = fd;
-        pfd[n].events = POLLIN;
-        pfd[n].revents = 0;
-        n++;
-    }
-    int hfd = rw_heal_wait_fd(rs);
-    if (hfd >= 0) {
-        pfd[n].fd = hfd;
-        pfd[n].events = POLLIN;
-        pfd[n].revents = 0;
-        n++;
-    }
+    int busy = 0;
+    nfds_t n = arm_poll_set(rs, pfd, &busy);
     size_t done_before = rs->done.count;
     int got = rw_progress(rs);
     /* A transfer may also finish without a completion being polled (a rail
@@ -237,12 +248,8 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         ms = left < 0 ? 0 : (int)left;
     if (busy && ms > 1)
         ms = 1;
-    if (rs->kick_fd >= 0) {
-        pfd[n].fd = rs->kick_fd;
-        pfd[n].events = POLLIN;
-        pfd[n].revents = 0;
-        n++;
-    }
+    if (rs->kick_fd >= 0)
+        add_fd(pfd, &n, rs->kick_fd);
     rs->poller = 1;
     rs_notify(rs);
     rs->poller_gen = rs->done_gen;

@@ -54,6 +54,59 @@ static void free_shell(railwire_railset *rs)
     free(rs);
 }
 
+/* Allocates a railset for n rails with its per-rail arrays, its lock and
+ * its kick eventfd (-1 if none could be made).  Returns it (everything
+ * else zero), or NULL when out of memory. */
+static railwire_railset *alloc_shell(unsigned n, unsigned n_remote)
+{
+    railwire_railset *rs = calloc(1, sizeof(*rs));
+    if (!rs)
+        return NULL;
+    /* Slices one rail takes per scheduling round: enough to batch posts,
+     * few enough that many rails share a round. */
+    rs->post_batch = n <= 16 ? RW_POST_BATCH_MAX : n <= 64 ? 8 : 4;
+    rs->rails = calloc(n, sizeof(*rs->rails));
+    rs->post_wrs = calloc((size_t)n * rs->post_batch, sizeof(*rs->post_wrs));
+    rs->post_cnt = calloc(n, sizeof(*rs->post_cnt));
+    rs->busy = calloc(n, sizeof(*rs->busy));
+    rs->graveyard = calloc((size_t)n * 4, sizeof(*rs->graveyard));
+    rs->layer_max_base = calloc(n_remote, sizeof(*rs->layer_max_base));
+    rs->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (rs->rails && rs->post_wrs && rs->post_cnt && rs->graveyard && rs->busy &&
+        rs->layer_max_base && pthread_mutex_init(&rs->lock, NULL) == 0)
+        return rs;
+    if (rs->kick_fd >= 0)
+        close(rs->kick_fd);
+    free(rs->rails);
+    free(rs->post_wrs);
+    free(rs->post_cnt);
+    free(rs->busy);
+    free(rs->graveyard);
+    free(rs->layer_max_base);
+    free(rs);
+    return NULL;
+}
+
+/* Copies of the rails' remote regions, one array per rail (each passes to
+ * its rail when put in service; the outer array is the caller's to free).
+ * Returns NULL when out of memory, with nothing left allocated. */
+static struct rw_mr_desc **copy_remotes(const struct rw_rail_init *rails, unsigned n,
+                                        unsigned n_remote)
+{
+    struct rw_mr_desc **remote = calloc(n, sizeof(*remote));
+    for (unsigned i = 0; remote && i < n; i++) {
+        remote[i] = calloc(n_remote, sizeof(**remote));
+        if (!remote[i]) {
+            while (i-- > 0)
+                free(remote[i]);
+            free(remote);
+            return NULL;
+        }
+        memcpy(remote[i], rails[i].remote, n_remote * sizeof(**remote));
+    }
+    return remote;
+}
+
 int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
                             const struct rw_rail_init *rails, unsigned n, railwire_railset **out)
 {
@@ -80,30 +133,9 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
         return RAILWIRE_E_INVALID;
     }
 
-    railwire_railset *rs = calloc(1, sizeof(*rs));
+    railwire_railset *rs = alloc_shell(n, n_remote);
     if (!rs)
         goto nomem;
-    /* Slices one rail takes per scheduling round: enough to batch posts,
-     * few enough that many rails share a round. */
-    rs->post_batch = n <= 16 ? RW_POST_BATCH_MAX : n <= 64 ? 8 : 4;
-    rs->rails = calloc(n, sizeof(*rs->rails));
-    rs->post_wrs = calloc((size_t)n * rs->post_batch, sizeof(*rs->post_wrs));
-    rs->post_cnt = calloc(n, sizeof(*rs->post_cnt));
-    rs->busy = calloc(n, sizeof(*rs->busy));
-    rs->graveyard = calloc((size_t)n * 4, sizeof(*rs->graveyard));
-    rs->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (!rs->rails || !rs->post_wrs || !rs->post_cnt || !rs->graveyard || !rs->busy ||
-        pthread_mutex_init(&rs->lock, NULL)) {
-        if (rs->kick_fd >= 0)
-            close(rs->kick_fd);
-        free(rs->rails);
-        free(rs->post_wrs);
-        free(rs->post_cnt);
-        free(rs->busy);
-        free(rs->graveyard);
-        free(rs);
-        goto nomem;
-    }
     rs->ops = ops;
     rs->reg_multi = ops->mr_reg_multi;
     rs->dialect = o->dialect;
@@ -118,23 +150,10 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->next_handle = 1;
     size_t slice = o->slice_size ? o->slice_size : RW_DEFAULT_SLICE_SIZE;
     rs->slice_size = slice > UINT32_MAX ? UINT32_MAX : slice;
-    rs->layer_max_base = calloc(n_remote, sizeof(*rs->layer_max_base));
-    struct rw_rsess *s0 = rs->layer_max_base ? rw_rsess_add(rs, -1) : NULL;
-    if (!s0)
+    struct rw_rsess *s0 = rw_rsess_add(rs, -1);
+    struct rw_mr_desc **remote = s0 ? copy_remotes(rails, n, n_remote) : NULL;
+    if (!remote)
         goto nomem_rs;
-    struct rw_mr_desc **remote = calloc(n, sizeof(*remote));
-    for (unsigned i = 0; remote && i < n; i++) {
-        remote[i] = calloc(n_remote, sizeof(**remote));
-        if (!remote[i])
-            break;
-        memcpy(remote[i], rails[i].remote, n_remote * sizeof(**remote));
-    }
-    if (!remote || !remote[n - 1]) {
-        for (unsigned i = 0; remote && i < n; i++)
-            free(remote[i]);
-        free(remote);
-        goto nomem_rs;
-    }
     int64_t now = rw_now_ms();
     for (unsigned i = 0; i < n; i++) {
         struct rw_rail *r = &rs->rails[i];
