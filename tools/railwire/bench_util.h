@@ -9,6 +9,10 @@
 
 #include <railwire.h>
 
+/* Maps len bytes of zeroed anonymous memory for a benchmark's transfer
+ * buffers.  Returns the mapping (release with munmap(p, len)) or NULL. */
+void *tool_buf_alloc(size_t len);
+
 /* Parses a byte count such as "4096", "4K", "64M", "1G", "2GiB" (binary
  * multipliers K/M/G/T, optional "B"/"iB").  Returns 0 and sets *out, or -1
  * (with a message naming `what` on stderr) for garbage, overflow or 0 when
