@@ -10,7 +10,10 @@
 #include <railwire.h>
 
 /* Maps len bytes of zeroed anonymous memory for a benchmark's transfer
- * buffers.  Returns the mapping (release with munmap(p, len)) or NULL. */
+ * buffers, every page resident (faulted in here, not inside the timed run:
+ * at depth d a bench maps d x size bytes, and first-touch page faults cost
+ * more than the transfer itself in a VM).  Returns the mapping (release
+ * with munmap(p, len)) or NULL. */
 void *tool_buf_alloc(size_t len);
 
 /* Parses a byte count such as "4096", "4K", "64M", "1G", "2GiB" (binary
