@@ -169,8 +169,6 @@ static int do_commands(struct rw_tcp_cli_loop *l)
     kicks = l->kicks;
     kills = l->kills;
     l->adds = l->kicks = l->kills = NULL;
-    for (ep = kicks; ep; ep = ep->link.kick_next)
-        ep->link.kicked = 0;
     stop = l->stop;
     pthread_mutex_unlock(&l->lock);
     for (ep = adds; ep; ep = next) {
@@ -186,13 +184,23 @@ static int do_commands(struct rw_tcp_cli_loop *l)
         run_ep(l, ep, 1); /* requests may have been posted before the registration */
     }
     for (ep = kicks; ep; ep = next) {
+        /* Once `kicked` is clear, ep_post may queue the ep again (and
+         * rewrite kick_next): read the link first, under the lock. */
+        pthread_mutex_lock(&l->lock);
         next = ep->link.kick_next;
+        ep->link.kicked = 0;
+        pthread_mutex_unlock(&l->lock);
         run_ep(l, ep, 0);
     }
     for (ep = kills; ep; ep = next) {
         next = ep->link.kill_next;
         if (!ep->link.released)
             drop(l, ep);
+        /* After this the killer may free the ep: nothing below touches it. */
+        pthread_mutex_lock(&l->lock);
+        ep->link.kill_done = 1;
+        pthread_cond_broadcast(&l->cond);
+        pthread_mutex_unlock(&l->lock);
     }
     return stop;
 }
@@ -537,14 +545,17 @@ void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep)
         }
         return;
     }
+    /* Always through the loop's command list, even when the loop dropped
+     * the ep already: once the kill command has run, the ep is on none of
+     * the loop's lists (a kick queued before the ep died is run first). */
     pthread_mutex_lock(&l->lock);
-    if (!ep->link.released && !ep->link.kill_requested) {
+    if (!ep->link.kill_requested) {
         ep->link.kill_requested = 1;
         ep->link.kill_next = l->kills;
         l->kills = ep;
         wake(l);
     }
-    while (!ep->link.released) {
+    while (!ep->link.kill_done) {
         /* Handlers never block, so this ends within one loop turn; the
          * deadline only makes a stuck loop visible. */
         if (rw_tcp_cond_wait_until(&l->cond, &l->lock, rw_now_ms() + 1000) && !warned &&

@@ -184,7 +184,8 @@ struct rw_tcp_cli_link {
     struct rw_tcp_cli_ep *add_next, *kick_next, *kill_next;
     int kicked;                     /* on the kick list */
     int kill_requested;
-    int released;                   /* the loop will not touch the ep again */
+    int kill_done;                  /* the loop ran the kill command: on no list any more */
+    int released;                   /* the loop dropped the ep (dead, outstanding completed) */
     int orphan;                     /* inherited by a fork()ed child: no loop runs it */
 };
 
