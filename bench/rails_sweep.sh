@@ -29,6 +29,13 @@ configs=("read 4K 64" "write 4K 64" "read 64K 64" "write 64K 64" "read 1M 8" "wr
 bench_need jq:jq gnuplot-nox:gnuplot
 bench_build_all
 tmp="$(mktemp -d)"
+# sweep_run RAILS read|write SIZE DEPTH SECONDS: as lib.sh's rw_run, RW
+# dialect (the RO dialect allows 8 rails at most).
+sweep_run() {
+  "$rw_cli" bench --loopback --transport tcp --dialect rw --rails "$1" "--$2" -s "$3" -q "$4" -D "$5" \
+    --quiet --json 2>/dev/null | jq -r '.results[0] | "\(.transfers_per_s) \(.gbps)"' 2>/dev/null ||
+    echo "nan nan"
+}
 srv_pid=""
 trap '[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 cores=$(nproc)
@@ -40,7 +47,7 @@ echo "== 1. rail counts $rails_list, $secs s per measurement" >&2
 for c in "${configs[@]}"; do
   read -r op size depth <<<"$c"
   for r in $rails_list; do
-    read -r ops gbps < <(rw_run "$r" "$op" "$size" "$depth" "$secs") || true
+    read -r ops gbps < <(sweep_run "$r" "$op" "$size" "$depth" "$secs") || true
     echo "$r ${ops:-nan} ${gbps:-nan}" >>"$tmp/sweep.$op.$size"
     printf "  %-5s %4s q%-3s %3s rails: %10.0f transfers/s %7.3f GB/s\n" "$op" "$size" "$depth" "$r" \
       "${ops:-nan}" "${gbps:-nan}" >&2
@@ -75,18 +82,18 @@ echo "| depth | rr_ref transfers/s | railwire | ratio |"
 echo "| ---: | ---: | ---: | ---: |"
 for d in 1 8 64; do
   read -r rr _ < <(rr_run read 4K "$d" "$secs") || true
-  read -r rw _ < <(rw_run 1 read 4K "$d" "$secs") || true
+  read -r rw _ < <(sweep_run 1 read 4K "$d" "$secs") || true
   printf "| %s | %.0f | %.0f | **%s** |\n" "$d" "${rr:-nan}" "${rw:-nan}" "$(ratio "${rw:-nan}" "${rr:-nan}")"
 done
 
-# A `railwire serve` of a 1 GiB RW arena (filled, so its pages exist) in its
+# A `railwire serve` of a 576 MiB RW arena (filled, so its pages exist) in its
 # own process; sets srv_port.
 serve_start() {
-  "$rw_cli" serve --dialect rw --listen 127.0.0.1:0 --arena 1G --fill --max-rails 255 \
+  "$rw_cli" serve --dialect rw --listen 127.0.0.1:0 --arena 576M --fill --max-rails 255 \
     >"$tmp/serve.out" 2>"$tmp/serve.err" &
   srv_pid=$!
   local i
-  for i in $(seq 1 300); do grep -q listening "$tmp/serve.out" && break; sleep 0.1; done
+  for i in $(seq 1 1200); do grep -q listening "$tmp/serve.out" && break; sleep 0.1; done
   srv_port=$(sed -n 's/^listening on [^ ]*:\([0-9]*\) .*/\1/p' "$tmp/serve.out")
 }
 serve_stop() { kill "$srv_pid" 2>/dev/null || true; wait "$srv_pid" 2>/dev/null || true; srv_pid=""; }
@@ -101,7 +108,7 @@ bpid=$!
 sleep 1.5
 maxthr=0
 for i in 1 2 3 4 5 6 7 8; do
-  n=$(ls "/proc/$bpid/task" 2>/dev/null | wc -l)
+  n=$( (ls "/proc/$bpid/task" 2>/dev/null || true) | wc -l)
   [ "$n" -gt "$maxthr" ] && maxthr=$n
   sleep 0.2
 done
