@@ -223,10 +223,10 @@ static void two_railsets(int first)
     struct batch b, b2;
 
     srv_fork(&c);
+    rw_tcp_cli_pool_configure(2); /* fewer loops than rails on any machine */
     rs[0] = rs_open(&c, 4);
     rs[1] = rs_open(&c, 4);
-    cr_assert_leq(rw_tcp_cli_pool_threads(), (unsigned)cores());
-    cr_assert_lt(rw_tcp_cli_pool_threads(), 8u, "8 rails share the loops");
+    cr_assert_leq(rw_tcp_cli_pool_threads(), 2u, "the 8 rails of two railsets share 2 loops");
     batch_submit(&b, rs[first], 16, 1 * MIB);
     batch_submit(&b2, rs[!first], 16, 1 * MIB);
     batch_reap(&b);
