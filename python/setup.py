@@ -42,7 +42,8 @@ def have_verbs():
 
 
 verbs = have_verbs()
-layers = ["common", "wire", "tcp", "rail"] + (["verbs"] if verbs else [])
+layers = ["common", "wire", "tcp", "transport", "rail/session", "rail/metrics", "rail/client",
+          "rail/server"] + (["verbs"] if verbs else [])
 sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
 for layer in layers:
     sources += sorted(glob.glob(os.path.join(ROOT, "src", layer, "*.c")))

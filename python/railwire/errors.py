@@ -74,6 +74,8 @@ Closed = _define("Closed", "CLOSED", "The object was closed (or closed while the
 ProtocolError = _define("ProtocolError", "PROTOCOL", "The peer sent bytes this side cannot accept.")
 SystemCallFailed = _define("SystemCallFailed", "SYSTEM",
                            "An OS call failed (the log names which and errno).")
+Canceled = _define("Canceled", "CANCELED",
+                   "The transfer was cancelled (Railset.cancel, or its awaiting task was cancelled).")
 
 #: RAILWIRE_E_* value -> exception class
 BY_CODE = {}

@@ -35,6 +35,7 @@ static const struct {
     {"E_CLOSED", RAILWIRE_E_CLOSED},
     {"E_PROTOCOL", RAILWIRE_E_PROTOCOL},
     {"E_SYSTEM", RAILWIRE_E_SYSTEM},
+    {"E_CANCELED", RAILWIRE_E_CANCELED},
 };
 
 static PyObject *m_strerror(PyObject *self, PyObject *arg)

@@ -57,6 +57,7 @@ static const struct err_entry errors[] = {
     {RAILWIRE_E_CLOSED, "closed", "the object was closed while the operation was pending"},
     {RAILWIRE_E_PROTOCOL, "protocol", "the peer sent bytes this side cannot accept; check versions"},
     {RAILWIRE_E_SYSTEM, "system", "an operating system call failed; the log names the call and errno"},
+    {RAILWIRE_E_CANCELED, "canceled", "the transfer was cancelled by railwire_cancel before it finished"},
 };
 
 static const struct err_entry *find(int err)

@@ -73,6 +73,8 @@ static inline void xfer_complete(railwire_railset *rs, struct rw_xfer *x)
     rs->done_gen++;
     if (x->sync_owned)
         rs_wake(x->waiter);
+    else if (x->reserved || x->claims) /* issue 19: only railwire_wait_handle returns it */
+        rs->n_reserved_done++;
     else
         rs->n_async_done++;
 }
@@ -82,6 +84,8 @@ void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
     struct rw_xfer *x = s->xfer;
     if (status && !x->status)
         x->status = status;
+    else if (!status)
+        x->bytes_moved += s->length; /* issue 19: completion.bytes_moved */
     if (++x->n_done == x->n_slices)
         xfer_complete(rs, x);
 }
@@ -169,6 +173,8 @@ int rw_progress(railwire_railset *rs)
     int64_t now = rw_now_ms();
     if (busy)
         rw_failover_check_timeouts(rs, now);
+    if (rs->n_deadline) /* issue 19: per-transfer deadlines */
+        rw_xfer_deadline_check(rs, now);
     if (now >= rs->next_check_ms) {
         rs->next_check_ms = now + RW_CHECK_INTERVAL_MS;
         rw_rsess_check(rs);
@@ -202,13 +208,15 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
     struct rw_xfer *x = rs->done_head;
     while (n < max && x) {
         struct rw_xfer *nx = x->next;
-        if (!x->sync_owned) {
-            /* A synchronous helper's transfer is its own: never taken here. */
+        if (!x->sync_owned && !x->reserved && !x->claims) {
+            /* A synchronous helper's transfer is its own: never taken here
+             * (nor one reserved for railwire_wait_handle, issue 19). */
             done_unlink(rs, x);
             out[n].handle = x->handle;
             out[n].user_data = x->op.user_data;
             out[n].status = x->status;
             out[n].length = x->op.length;
+            out[n].bytes_moved = x->bytes_moved;
             xfer_free(rs, x);
             rs->n_async--;
             rs->n_async_done--;
@@ -308,6 +316,9 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         pfd[n].revents = 0;
         n++;
     }
+    int64_t xd = rw_xfer_deadline_next(rs); /* issue 19: per-transfer deadlines */
+    if (xd >= 0 && xd - now < ms)
+        ms = xd <= now ? 0 : (int)(xd - now);
     /* Out-of-band death signals are looked at every check interval while
      * work is outstanding. */
     if (outstanding && rs->ops->ep_check && ms > RW_CHECK_INTERVAL_MS)
@@ -387,6 +398,8 @@ int railwire_poll(railwire_railset *rs, railwire_completion *out, int max)
     rs_lock(rs);
     rw_progress(rs);
     int n = deliver(rs, out, max);
+    if (rs->rsfd) /* issue 19: the railset fd fires again only for something new */
+        rw_rsfd_rearm(rs);
     int others = rs->wait_head != NULL;
     rs_unlock(rs);
     /* A caller that polls in a loop must not starve the threads that wait

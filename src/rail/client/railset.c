@@ -65,6 +65,8 @@ void rs_notify(railwire_railset *rs)
 
 void rs_release_slow(railwire_railset *rs)
 {
+    if (rs->rsfd) /* issue 19: the railset fd */
+        rw_rsfd_on_release(rs);
     rs_notify(rs);
     if (rs->poller && rs->kick_fd >= 0 &&
         (rs->poller_gen != rs->done_gen || rs->poller_rails_gen != rs->rails_gen)) {
@@ -338,6 +340,7 @@ void railwire_railset_close(railwire_railset *rs)
     for (unsigned i = 0; i < rs->n_rails; i++)
         if (rs->rails[i].ep)
             rs->ops->ep_destroy(rs->rails[i].ep);
+    rw_rsfd_free(rs); /* issue 19: the railset fd */
     while (rs->mrs)
         rw_mr_release(rs->mrs);
     for (unsigned i = 0; i < rs->n_rails; i++) {

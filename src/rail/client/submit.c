@@ -11,7 +11,8 @@
  * (logged). */
 static int validate(const railwire_railset *rs, const railwire_op *op)
 {
-    if (op->opcode != RAILWIRE_OP_READ && op->opcode != RAILWIRE_OP_WRITE) {
+    int opc = rw_op_code(op); /* issue 19: without RAILWIRE_OP_F_RESERVED */
+    if (opc != RAILWIRE_OP_READ && opc != RAILWIRE_OP_WRITE) {
         rw_err("submit: unknown opcode %d", (int)op->opcode);
         return RAILWIRE_E_INVALID;
     }
@@ -70,7 +71,8 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
         return rc;
     x->sync_owned = sync != NULL;
     x->waiter = sync;
-    if (!sync)
+    rw_xfer_submit_extras(rs, x, op); /* issue 19: reservation, deadline */
+    if (!sync && !x->reserved)
         rs->n_async++;
     *handle = x->handle;
     if (direct)
@@ -117,7 +119,9 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
         rc = rw_stripe_submit(rs, &ops[k], 0, &x);
         if (rc < 0)
             break;
-        rs->n_async++;
+        rw_xfer_submit_extras(rs, x, &ops[k]); /* issue 19: reservation, deadline */
+        if (!x->reserved)
+            rs->n_async++;
         handles[k] = x->handle;
     }
     rw_stripe_schedule(rs);
