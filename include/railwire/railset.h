@@ -237,8 +237,9 @@ RAILWIRE_API int railwire_wait_handle(railwire_railset *rs, railwire_handle h, i
  * finished: its completion, with its own status, waits to be returned).
  * Cancelling a transfer already being cancelled returns 0 and changes
  * nothing.  The completion is still returned once, by poll, wait or
- * wait_handle, with status RAILWIRE_E_CANCELED (or the first error one
- * of its slices met before the cancel):
+ * wait_handle, with status RAILWIRE_E_CANCELED (or the first error one of
+ * its slices met before; or 0 when the cancel came too late to stop any
+ * part of it and every byte moved):
  *  - slices not yet posted to a rail are dropped at once; when none of the
  *    transfer's slices is on the wire it completes at once (the next
  *    poll returns it);

@@ -33,8 +33,10 @@ void rw_xfer_cancel(railwire_railset *rs, struct rw_xfer *x, int code)
         return;
     x->cancel = code;
     x->deadline_ms = 0;
-    if (!x->status)
-        x->status = code;
+    /* The status comes from the slices: those dropped here (and those a
+     * dead rail gives back, failover.c) finish with `code`; when none is
+     * dropped and every slice on the wire succeeds, the cancel came too
+     * late to stop anything and the transfer completes as it would have. */
     /* Its slices waiting for a rail: in the pending FIFO (never the
      * unqueued slice of a direct submit: that one is posted before the
      * lock is released).  Finishing the last one completes the transfer,
