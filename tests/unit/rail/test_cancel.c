@@ -6,6 +6,7 @@
  * and its slices are never re-issued; no completion comes after a
  * cancel's; reserved transfers are returned only to railwire_wait_handle. */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,5 +198,31 @@ Test(cancel, reserved_transfers_go_only_to_wait_handle)
     cr_assert_eq(railwire_wait_handle(w.rs, p, 10000, &c[0]), 0);
     cr_assert_eq(c[0].handle, p);
     cr_assert_eq(railwire_railset_pending(w.rs), 0);
+    free(buf);
+}
+
+Test(cancel, the_fd_fires_for_a_deadline_alone)
+{
+    railwire_railset_opts o = mock_world_opts(16 * KIB, 10000);
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RW, 1, 1, 1024 * KIB, NULL, &o), 0);
+    uint8_t *buf = calloc(1, 512 * KIB);
+    railwire_mr *mr = reg(buf, 512 * KIB);
+    mock_ep_use_wait_fd(w.ep[0], 1);
+    mock_ep_blackhole(w.ep[0], 1);
+    int fd = railwire_railset_fd(w.rs);
+    cr_assert_geq(fd, 0);
+    submit(mr, buf, 128 * KIB, 0, 0, 0);                                 /* stuck on the wire */
+    railwire_handle b = submit(mr, buf + 128 * KIB, 16 * KIB, 0, 40, 0); /* waits, 40 ms deadline */
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    railwire_completion c;
+    int got = 0;
+    /* Nothing but the deadline's timer can wake it: no completion comes. */
+    for (int i = 0; i < 10 && !got; i++) {
+        cr_assert_eq(poll(&p, 1, 5000), 1, "the fd never fired for the deadline");
+        got = railwire_poll(w.rs, &c, 1);
+    }
+    cr_assert_eq(got, 1);
+    cr_assert_eq(c.handle, b);
+    cr_assert_eq(c.status, RAILWIRE_E_TIMEOUT);
     free(buf);
 }
