@@ -143,6 +143,9 @@ int rwpy_wait_own(rwpy_railset *self, railwire_handle h, double timeout_s, railw
 /* Parses a timeout in seconds (None: `none`) into *out.  0 or -1. */
 int rwpy_parse_seconds(PyObject *o, const char *what, double none, double *out);
 
+/* module.c: the main thread's PyThread ident (the only one signals reach). */
+extern unsigned long rwpy_main_thread;
+
 /* railset_io.c: the submitting side. */
 PyObject *rwpy_railset_submit_read(rwpy_railset *self, PyObject *args, PyObject *kw);
 PyObject *rwpy_railset_submit_write(rwpy_railset *self, PyObject *args, PyObject *kw);

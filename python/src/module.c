@@ -111,8 +111,11 @@ static int add_type(PyObject *m, PyTypeObject *t, const char *name)
 
 PyMODINIT_FUNC PyInit__railwire(void);
 
+unsigned long rwpy_main_thread;
+
 PyMODINIT_FUNC PyInit__railwire(void)
 {
+    rwpy_main_thread = PyThread_get_thread_ident(); /* imports run in the main thread */
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;

@@ -182,6 +182,37 @@ static void exc_set(const char *name, PyObject *v)
     PyErr_Restore(et, ev, tb);
 }
 
+/* A synchronous read/write in a thread other than the main one (no signal
+ * to watch for): railwire_read/railwire_write, whose transfer is the
+ * caller's alone, with the GIL released.  railset close waits for it (it
+ * ends when its transfer does, or after its timeout). */
+static PyObject *sync_other_thread(rwpy_railset *self, rwpy_mr *m, railwire_op *op, int opcode,
+                                   double timeout)
+{
+    int ms = timeout >= RWPY_MAX_WAIT_S ? -1 : (int)ceil(timeout * 1000.0);
+    int rc = enter_op(self, m);
+    if (rc == 0) {
+        railwire_mr *mr = m->mr;
+        Py_BEGIN_ALLOW_THREADS
+        rc = opcode == RAILWIRE_OP_READ
+                 ? railwire_read(self->rs, mr, op->local, op->length, op->layer, op->remote_offset, ms)
+                 : railwire_write(self->rs, mr, op->local, op->length, op->layer, op->remote_offset,
+                                  ms);
+        Py_END_ALLOW_THREADS
+        leave_op(self, m);
+    }
+    if (rc < 0) {
+        rwpy_raise(rc, "%s of %zu bytes (layer %u, remote offset %llu)%s", op_name(opcode),
+                   op->length, op->layer, (unsigned long long)op->remote_offset,
+                   rc == RAILWIRE_E_TIMEOUT ? "; it stays pending and a later poll()/wait() "
+                   "returns its completion" : "");
+        if (rc == RAILWIRE_E_TIMEOUT)
+            exc_set("handle", Py_None);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *sync_op(rwpy_railset *self, PyObject *args, PyObject *kw, int opcode)
 {
     railwire_op op;
@@ -195,7 +226,11 @@ static PyObject *sync_op(rwpy_railset *self, PyObject *args, PyObject *kw, int o
         return NULL;
     if (rwpy_parse_seconds(to, "timeout", RWPY_MAX_WAIT_S, &timeout) < 0)
         return NULL;
-    /* Reserved: only this call's railwire_wait_handle returns it. */
+    if (PyThread_get_thread_ident() != rwpy_main_thread)
+        return sync_other_thread(self, m, &op, opcode, timeout);
+    /* The main thread, where Ctrl-C must interrupt the wait: reserved, so
+     * only this call's railwire_wait_handle returns it, while it sleeps on
+     * the railset fd (a signal interrupts poll(2)). */
     op.opcode = (enum railwire_opcode)((unsigned)op.opcode | RAILWIRE_OP_F_RESERVED);
     int rc = enter_op(self, m);
     if (rc == 0) {
