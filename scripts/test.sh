@@ -52,7 +52,7 @@ tsan_stage() {
   # Criterion does not start under TSan: tests/threads holds plain programs.
   cmake -S . -B build-tsan -DRAILWIRE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DRAILWIRE_TSAN=ON &&
-    cmake --build build-tsan -j"$jobs" --target railset_threads tcp_loop_threads &&
+    cmake --build build-tsan -j"$jobs" --target railset_threads railset_fd_threads tcp_loop_threads &&
     ctest --test-dir build-tsan -L threads --output-on-failure --timeout 900
 }
 case $skip in *,tsan,*) ;; *)
