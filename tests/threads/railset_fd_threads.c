@@ -32,7 +32,10 @@
 #define N_ASYNC (SUBMITTERS * PER_SUBMITTER)
 
 static railwire_railset *rs;
-static uint8_t *scratch;           /* every READ lands somewhere in here; never checked */
+static uint8_t *scratch;           /* READ targets (each in use by one transfer at a time) */
+#define SLOTS 128                  /* per submitter, 16 KiB each, from the start of scratch */
+#define WAITER_AREA (8 * MIB)      /* the waiters' own 64 KiB each, from here */
+#define SCRATCH (16 * MIB)
 static atomic_uchar seen[N_ASYNC];
 static atomic_int failures, submitted_all, async_done, cancelled;
 
@@ -85,8 +88,12 @@ static void *submitter(void *arg)
     unsigned t = (unsigned)(uintptr_t)arg;
     for (unsigned i = 0; i < PER_SUBMITTER; i++) {
         unsigned id = t * PER_SUBMITTER + i;
+        /* The slot's previous transfer must have come back before it is
+         * reused (the event loop marks it seen). */
+        while (i >= SLOTS && !atomic_load(&seen[id - SLOTS]) && !atomic_load(&failures))
+            sched_yield();
         railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = scratch_mr,
-                          .local = scratch + (size_t)(id % 256) * 16 * KIB,
+                          .local = scratch + ((size_t)t * SLOTS + i % SLOTS) * 16 * KIB,
                           .length = (id % 3) ? 4 * KIB : 16 * KIB,
                           .remote_offset = (uint64_t)(id * 4099u) % (ARENA - 16 * KIB),
                           .user_data = id, .timeout_ms = (id % 2) ? 60000 : 0};
@@ -114,7 +121,7 @@ static void *submitter(void *arg)
 static void *waiter(void *arg)
 {
     unsigned t = (unsigned)(uintptr_t)arg;
-    uint8_t *own = scratch + 4 * MIB + (size_t)t * 64 * KIB;
+    uint8_t *own = scratch + WAITER_AREA + (size_t)t * 64 * KIB;
     for (unsigned i = 0; i < PER_WAITER; i++) {
         railwire_op op = {.opcode = (enum railwire_opcode)(RAILWIRE_OP_READ | RAILWIRE_OP_F_RESERVED),
                           .mr = scratch_mr, .local = own, .length = 8 * KIB,
@@ -140,7 +147,7 @@ int main(void)
 {
     railwire_log_set_level(getenv("RAILWIRE_LOG") ? RAILWIRE_LOG_INFO : RAILWIRE_LOG_ERROR);
     uint8_t *arena = calloc(1, ARENA);
-    scratch = calloc(1, 8 * MIB);
+    scratch = calloc(1, SCRATCH);
     railwire_server_opts so;
     railwire_server_opts_init(&so);
     so.dialect = RAILWIRE_DIALECT_RW;
@@ -161,7 +168,7 @@ int main(void)
     char port[16];
     snprintf(port, sizeof(port), "%u", railwire_server_port(srv));
     if (railwire_railset_connect("127.0.0.1", port, &o, &rs) < 0 ||
-        railwire_mr_register(rs, scratch, 8 * MIB, &scratch_mr) < 0) {
+        railwire_mr_register(rs, scratch, SCRATCH, &scratch_mr) < 0) {
         fprintf(stderr, "FAIL: cannot connect\n");
         return 1;
     }

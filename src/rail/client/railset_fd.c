@@ -2,8 +2,9 @@
 /* railwire_railset_fd: one fd an event loop watches for the whole railset.
  *
  * It is an epoll fd over:
- *  - ready_fd, an eventfd set (at every lock release) while finished
- *    transfers wait to be returned, and cleared by a poll that leaves none;
+ *  - ready_fd, an eventfd set while finished transfers wait to be
+ *    returned (checked at every lock release, so whichever call returns
+ *    the last of them clears it);
  *  - an inner epoll fd over the live rails' completion channels
  *    (ops->ep_wait_fd), armed (ops->ep_arm, then one more progress round, as
  *    the ops contract asks) by every poll before the caller sleeps again;
@@ -148,9 +149,9 @@ static void set_ready(struct rw_rsfd *f, int on)
 void rw_rsfd_on_release(railwire_railset *rs)
 {
     struct rw_rsfd *f = rs->rsfd;
-    /* Something for the caller to take, or a rail the inner set lacks. */
-    if (rs->n_async_done || rs->n_reserved_done || f->rails_gen != rs->rails_gen)
-        set_ready(f, 1);
+    /* Readable exactly while there is something for the caller to take
+     * or a rail the inner set lacks (set_ready changes nothing otherwise). */
+    set_ready(f, rs->n_async_done || rs->n_reserved_done || f->rails_gen != rs->rails_gen);
     /* Work went out with no timer running (a submit after an idle
      * spell), or a deadline earlier than the timer's: arm it. */
     if ((f->timer_at == 0 && (rs->n_busy || rs->n_deadline || rs->pending.head)) ||
