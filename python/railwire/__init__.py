@@ -95,6 +95,8 @@ def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=
         op_timeout_ms=ms(op_timeout, "op_timeout"), busy_poll_us=busy_poll(busy_poll_us))
 
 
+from . import aio  # noqa: E402  (railwire.aio: asyncio, needs connect above)
+
 __all__ = ["connect", "Server", "Railset", "MemoryRegion", "Completion", "READ", "WRITE",
            "MAX_RAILS", "strerror", "error_class", "set_log_level", "error_for_code",
-           "errors"] + errors.__all__
+           "errors", "aio"] + errors.__all__

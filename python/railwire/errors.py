@@ -77,6 +77,8 @@ SystemCallFailed = _define("SystemCallFailed", "SYSTEM",
 TLSError = _define("TLSError", "TLS",
                    "TLS failed: the handshake, the credentials or a bad record (the log says "
                    "what to check).")
+Canceled = _define("Canceled", "CANCELED",
+                   "The transfer was cancelled (Railset.cancel, or its awaiting task was cancelled).")
 
 #: RAILWIRE_E_* value -> exception class
 BY_CODE = {}

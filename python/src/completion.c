@@ -11,13 +11,15 @@ static PyStructSequence_Field completion_fields[] = {
     {"status", "0 if every byte moved, else the RAILWIRE_E_* code"},
     {"length", "bytes of the transfer"},
     {"error", "None, or the railwire.Error the status stands for"},
+    {"bytes_moved", "bytes known to have moved (== length on success; for a failed, cancelled "
+                    "or timed-out transfer, those of its slices that completed)"},
     {NULL, NULL},
 };
 
 static PyStructSequence_Desc completion_desc = {
     "railwire.Completion",
     "A finished transfer: handle, user_data, status (0 or a RAILWIRE_E_* code), length, "
-    "error (None or the railwire.Error it would raise).",
+    "error (None or the railwire.Error it would raise); attribute bytes_moved.",
     completion_fields,
     5,
 };
@@ -44,6 +46,7 @@ static PyObject *completion_new(const railwire_completion *c)
     PyObject *u = PyLong_FromUnsignedLongLong(c->user_data);
     PyObject *s = PyLong_FromLong(c->status);
     PyObject *l = PyLong_FromSize_t(c->length);
+    PyObject *b = PyLong_FromUnsignedLongLong(c->bytes_moved);
     PyObject *e;
     if (c->status) {
         char ctx[96];
@@ -53,7 +56,8 @@ static PyObject *completion_new(const railwire_completion *c)
     } else {
         e = Py_NewRef(Py_None);
     }
-    if (!h || !u || !s || !l || !e) {
+    if (!h || !u || !s || !l || !e || !b) {
+        Py_XDECREF(b);
         Py_XDECREF(h);
         Py_XDECREF(u);
         Py_XDECREF(s);
@@ -67,6 +71,7 @@ static PyObject *completion_new(const railwire_completion *c)
     PyStructSequence_SET_ITEM(o, 2, s);
     PyStructSequence_SET_ITEM(o, 3, l);
     PyStructSequence_SET_ITEM(o, 4, e);
+    PyStructSequence_SET_ITEM(o, 5, b);
     return o;
 }
 

@@ -7,10 +7,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <railwire.h>
+#include <stdatomic.h>
 
-#include "compq.h"
-#include "rslock.h"
+#include <railwire.h>
 
 /* A buffer taken from a Python object (buffer protocol, __array_interface__
  * or a CPU torch tensor's data_ptr()); holds a reference to the object (and
@@ -33,18 +32,21 @@ void rwpy_buf_release(struct rwpy_buf *b);
 /* The object the buffer came from (borrowed), or NULL after release. */
 PyObject *rwpy_buf_object(const struct rwpy_buf *b);
 
-/* The Railset object.  Fields marked [lock] are read and written only with
- * `lock` held (and the GIL released); the others only with the GIL held. */
+/* The Railset object.  The C railset is thread-safe, so its calls run
+ * with the GIL released and no lock of the extension's own.  Only its
+ * close must not overlap another call: every C call is bracketed by
+ * rwpy_rs_enter (GIL held: refuses once `closing` is set) and
+ * rwpy_rs_leave, and close waits for `users` to drop to zero after waking
+ * the threads that sleep (close_fd), so it never waits for a transfer. */
 typedef struct {
     PyObject_HEAD
-    struct rwpy_rslock lock;
-    railwire_railset *rs;          /* [lock] NULL once closed */
-    struct rwpy_compq q;           /* [lock] completions not yet returned */
-    struct rwpy_waiter *waiters;   /* [lock] synchronous helpers waiting */
-    size_t inflight;               /* [lock] submitted, not yet taken from C */
-    size_t n_waiters;              /* [lock] entries in waiters */
-    uint64_t last_batch_c_ns;      /* [lock] time inside railwire_submit_batch */
-    int closing;                   /* close() has started */
+    railwire_railset *rs;          /* NULL once closed */
+    atomic_long users;             /* C calls in progress */
+    atomic_int closing;            /* close() has started */
+    int fd;                        /* railwire_railset_fd (owned by rs) */
+    int close_fd;                  /* eventfd: close wakes the sleepers */
+    atomic_long sync_inflight;     /* synchronous read/write transfers in flight */
+    _Atomic uint64_t last_batch_c_ns; /* time inside railwire_submit_batch */
     unsigned n_rails, n_layers;
     int dialect;
     char transport[16];
@@ -52,13 +54,34 @@ typedef struct {
     PyObject *mrs;                 /* list of open MemoryRegion objects */
 } rwpy_railset;
 
+/* GIL held: 0, or RAILWIRE_E_CLOSED (closing: no C call may start). */
+static inline int rwpy_rs_enter(rwpy_railset *self)
+{
+    if (atomic_load(&self->closing) || !self->rs)
+        return RAILWIRE_E_CLOSED;
+    atomic_fetch_add(&self->users, 1);
+    return 0;
+}
+
+/* Any thread, GIL or not: ends what rwpy_rs_enter began. */
+static inline void rwpy_rs_leave(rwpy_railset *self)
+{
+    atomic_fetch_sub(&self->users, 1);
+}
+
+/* GIL released: sleeps until the railset fd or close fires, or ms pass.
+ * Returns 1 when a signal interrupted it (the caller checks signals), else
+ * 0. */
+int rwpy_sleep(rwpy_railset *self, int ms);
+
 /* The MemoryRegion object. */
 typedef struct {
     PyObject_HEAD
     rwpy_railset *owner;           /* strong reference */
-    railwire_mr *mr;               /* [owner->lock] NULL once deregistered */
+    railwire_mr *mr;               /* NULL once deregistered */
     struct rwpy_buf buf;
-    int state;                     /* RWPY_MR_OPEN / _CLOSING / _CLOSED */
+    int state;                     /* RWPY_MR_OPEN / _CLOSING / _CLOSED (GIL) */
+    atomic_long busy;              /* submits using mr now (entered with the GIL held) */
 } rwpy_mr;
 
 enum { RWPY_MR_OPEN = 0, RWPY_MR_CLOSING = 1, RWPY_MR_CLOSED = 2 };
@@ -109,21 +132,19 @@ void rwpy_mr_forget(rwpy_mr *m);
 /* railset_wait.c: the waiting side. */
 PyObject *rwpy_railset_wait(rwpy_railset *self, PyObject *args, PyObject *kw);
 PyObject *rwpy_railset_poll(rwpy_railset *self, PyObject *args, PyObject *kw);
-/* Waits for `handle`'s completion; returns its status, RAILWIRE_E_TIMEOUT
- * (it stays pending and a later poll/wait returns it), RAILWIRE_E_CLOSED,
- * or -1 with a Python exception (KeyboardInterrupt) set.  Called with the
- * GIL held right after rwpy_waiter_link() under the lock. */
-struct rwpy_waiter {
-    railwire_handle handle;
-    int done;
-    railwire_completion c;
-    struct rwpy_waiter *next;
-};
-int rwpy_wait_own(rwpy_railset *self, struct rwpy_waiter *w, double timeout_s);
-/* [lock] Moves completions from the C railset to their waiter or the queue:
- * railwire_wait for up to ms (ms < 0: railwire_poll).  Returns the C
- * result (a count or an error). */
-int rwpy_pump(rwpy_railset *self, int ms);
+PyObject *rwpy_railset_cancel(rwpy_railset *self, PyObject *arg);
+/* Waits for reserved transfer h (RAILWIRE_OP_F_RESERVED) for up to
+ * timeout_s; returns its status with *c filled, RAILWIRE_E_TIMEOUT (the
+ * reservation is lifted: it stays pending and a later poll()/wait()
+ * returns it), RAILWIRE_E_CLOSED, or -1 with a Python exception
+ * (KeyboardInterrupt) set, also after lifting the reservation.  GIL held;
+ * the caller has entered the railset. */
+int rwpy_wait_own(rwpy_railset *self, railwire_handle h, double timeout_s, railwire_completion *c);
+/* Parses a timeout in seconds (None: `none`) into *out.  0 or -1. */
+int rwpy_parse_seconds(PyObject *o, const char *what, double none, double *out);
+
+/* module.c: the main thread's PyThread ident (the only one signals reach). */
+extern unsigned long rwpy_main_thread;
 
 /* railset_io.c: the submitting side. */
 PyObject *rwpy_railset_submit_read(rwpy_railset *self, PyObject *args, PyObject *kw);
@@ -147,9 +168,6 @@ ssize_t rwpy_metrics_render(rwpy_metrics_fn render, const void *obj, char **out)
  * message naming `what`); frees text either way.  Needs the GIL. */
 PyObject *rwpy_metrics_str(ssize_t n, char *text, const char *what);
 
-/* The longest single C wait while the lock is held, so other threads can
- * submit in between and Ctrl-C is seen promptly. */
-#define RWPY_WAIT_SLICE_MS 10
 /* The longest wait railwire_wait accepts (24 hours); None means this. */
 #define RWPY_MAX_WAIT_S (24.0 * 3600.0)
 

@@ -36,6 +36,7 @@ static const struct {
     {"E_PROTOCOL", RAILWIRE_E_PROTOCOL},
     {"E_SYSTEM", RAILWIRE_E_SYSTEM},
     {"E_TLS", RAILWIRE_E_TLS},
+    {"E_CANCELED", RAILWIRE_E_CANCELED},
 };
 
 static PyObject *m_strerror(PyObject *self, PyObject *arg)
@@ -111,8 +112,11 @@ static int add_type(PyObject *m, PyTypeObject *t, const char *name)
 
 PyMODINIT_FUNC PyInit__railwire(void);
 
+unsigned long rwpy_main_thread;
+
 PyMODINIT_FUNC PyInit__railwire(void)
 {
+    rwpy_main_thread = PyThread_get_thread_ident(); /* imports run in the main thread */
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;

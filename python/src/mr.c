@@ -4,11 +4,13 @@
  * the memory stays valid while any transfer may use it; its Railset holds
  * it in turn, so dropping the last Python reference to either changes
  * nothing while the railset is open. */
+#include <sched.h>
+
 #include "ext.h"
 
 PyObject *rwpy_mr_register(rwpy_railset *rs, PyObject *obj)
 {
-    if (rs->closing)
+    if (atomic_load(&rs->closing))
         return rwpy_raise(RAILWIRE_E_CLOSED, "register on a closed railset");
     rwpy_mr *m = PyObject_GC_New(rwpy_mr, &rwpy_mr_type);
     if (!m)
@@ -16,6 +18,7 @@ PyObject *rwpy_mr_register(rwpy_railset *rs, PyObject *obj)
     m->owner = NULL;
     m->mr = NULL;
     m->state = RWPY_MR_CLOSED;
+    atomic_init(&m->busy, 0);
     if (rwpy_buf_acquire(obj, 0, &m->buf) < 0) {
         Py_DECREF(m);
         return NULL;
@@ -23,13 +26,14 @@ PyObject *rwpy_mr_register(rwpy_railset *rs, PyObject *obj)
     railwire_mr *mr = NULL;
     void *addr = m->buf.addr;
     size_t len = m->buf.len;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&rs->lock);
-    rc = rs->rs ? railwire_mr_register(rs->rs, addr, len, &mr) : RAILWIRE_E_CLOSED;
+    int rc = rwpy_rs_enter(rs);
+    if (rc == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = railwire_mr_register(rs->rs, addr, len, &mr);
+        Py_END_ALLOW_THREADS
+        rwpy_rs_leave(rs);
+    }
     m->mr = mr;
-    rwpy_rslock_release(&rs->lock);
-    Py_END_ALLOW_THREADS
     if (rc < 0) {
         Py_DECREF(m);
         return rwpy_raise(rc, "register %zu bytes of a %s", len, Py_TYPE(obj)->tp_name);
@@ -37,14 +41,14 @@ PyObject *rwpy_mr_register(rwpy_railset *rs, PyObject *obj)
     m->owner = (rwpy_railset *)Py_NewRef(rs);
     m->state = RWPY_MR_OPEN;
     if (PyList_Append(rs->mrs, (PyObject *)m) < 0) {
-        /* cannot track it: undo the registration */
-        Py_BEGIN_ALLOW_THREADS
-        rwpy_rslock_acquire(&rs->lock);
-        if (rs->rs)
+        /* cannot track it: undo the registration (a closing railset frees it) */
+        if (rwpy_rs_enter(rs) == 0) {
+            Py_BEGIN_ALLOW_THREADS
             railwire_mr_deregister(mr);
+            Py_END_ALLOW_THREADS
+            rwpy_rs_leave(rs);
+        }
         m->mr = NULL;
-        rwpy_rslock_release(&rs->lock);
-        Py_END_ALLOW_THREADS
         rwpy_mr_forget(m);
         Py_DECREF(m);
         return NULL;
@@ -65,17 +69,22 @@ static PyObject *mr_close(rwpy_mr *m, PyObject *noargs)
     if (m->state != RWPY_MR_OPEN)
         Py_RETURN_NONE;
     rwpy_railset *rs = m->owner;
-    int rc = 0;
-    m->state = RWPY_MR_CLOSING;
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&rs->lock);
-    if (rs->rs && m->mr) {
-        rc = railwire_mr_deregister(m->mr);
-        if (rc == 0)
-            m->mr = NULL;
+    int rc;
+    m->state = RWPY_MR_CLOSING; /* GIL held: no submit enters m from here on */
+    if (rwpy_rs_enter(rs) < 0) {
+        /* The railset is closing: its close releases the region. */
+        m->state = RWPY_MR_OPEN;
+        Py_RETURN_NONE;
     }
-    rwpy_rslock_release(&rs->lock);
+    railwire_mr *mr = m->mr;
+    Py_BEGIN_ALLOW_THREADS
+    while (atomic_load(&m->busy) > 0) /* submits that entered before CLOSING */
+        sched_yield();
+    rc = mr ? railwire_mr_deregister(mr) : 0;
     Py_END_ALLOW_THREADS
+    if (rc == 0)
+        m->mr = NULL;
+    rwpy_rs_leave(rs);
     if (m->state == RWPY_MR_CLOSED) /* the railset closed meanwhile and released it */
         Py_RETURN_NONE;
     if (rc < 0) {

@@ -2,9 +2,13 @@
 /* railwire.Railset: life cycle (connect, close, context manager), the
  * properties and stats().  Submitting is in railset_io.c, waiting in
  * railset_wait.c. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ext.h"
 
@@ -93,15 +97,20 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
         return NULL;
     }
     memset((char *)self + sizeof(PyObject), 0, sizeof(*self) - sizeof(PyObject));
+    self->fd = -1;
+    self->close_fd = -1;
     self->mrs = PyList_New(0);
-    rc = self->mrs ? rwpy_rslock_init(&self->lock) : -1;
-    if (rc != 0) {
+    if (self->mrs)
+        self->close_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!self->mrs || self->close_fd < 0) {
+        if (self->mrs && self->close_fd < 0)
+            rwpy_raise(RAILWIRE_E_SYSTEM, "eventfd for the railset (check ulimit -n)");
         Py_CLEAR(self->mrs);
-        self->closing = 1;
+        atomic_store(&self->closing, 1);
         PyObject_GC_Del(self);
         Py_XDECREF(keep_l);
         Py_XDECREF(keep_d);
-        return rc == -1 ? NULL : PyErr_NoMemory();
+        return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
     rc = railwire_railset_connect(host, port, &o, &rs);
@@ -112,11 +121,18 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
     if (rc < 0) {
         PyObject *err = rwpy_raise(rc, "connect to %s (%u rail%s, dialect %s)", self->target, rails,
                                    rails == 1 ? "" : "s", dialect == RAILWIRE_DIALECT_RW ? "rw" : "ro");
-        self->closing = 1;
+        atomic_store(&self->closing, 1);
         Py_DECREF(self);
         return err;
     }
     self->rs = rs;
+    /* The fd every wait sleeps on (and Railset.fileno()). */
+    self->fd = railwire_railset_fd(rs);
+    if (self->fd < 0) {
+        PyObject *err = rwpy_raise(self->fd, "the railset fd of the railset to %s", self->target);
+        Py_DECREF(self); /* closes rs */
+        return err;
+    }
     self->n_rails = railwire_railset_rail_count(rs);
     self->n_layers = railwire_railset_layer_count(rs);
     self->dialect = dialect;
@@ -140,26 +156,28 @@ void rwpy_railset_drop_mrs(rwpy_railset *self)
 }
 
 /* Closes the C railset (failing every unfinished transfer) and releases
- * every region.  Idempotent.  GIL held. */
+ * every region.  Idempotent.  GIL held.  No new C call starts once
+ * `closing` is set; the threads sleeping in a wait are woken through
+ * close_fd and leave, and the C calls in progress never block, so the
+ * drain below is short. */
 static void railset_close(rwpy_railset *self)
 {
-    if (self->closing)
+    if (atomic_exchange(&self->closing, 1))
         return;
-    self->closing = 1;
-    railwire_railset *rs;
+    railwire_railset *rs = self->rs;
+    uint64_t one = 1;
+    if (self->close_fd >= 0 && write(self->close_fd, &one, sizeof(one)) < 0) {
+        /* the counter is saturated: sleepers are awake anyway */
+    }
     Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    rs = self->rs;
-    self->rs = NULL;  /* every other thread now sees a closed railset */
-    self->waiters = NULL;
-    self->n_waiters = 0;
-    self->inflight = 0;
-    rwpy_compq_free(&self->q);
-    rwpy_rslock_release(&self->lock);
-    /* No C call can be in progress (they all hold the lock) and none can
-     * start (rs is NULL), so this runs unlocked. */
+    while (atomic_load(&self->users) > 0) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
     railwire_railset_close(rs);
     Py_END_ALLOW_THREADS
+    self->rs = NULL;
+    self->fd = -1;
     rwpy_railset_drop_mrs(self);
 }
 
@@ -195,11 +213,13 @@ static PyObject *railset_stats(rwpy_railset *self, PyObject *noargs)
 
     (void)noargs;
     memset(st, 0, sizeof(st));
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    n = self->rs ? railwire_railset_stats(self->rs, st, RAILWIRE_MAX_RAILS, sizeof(*st)) : RAILWIRE_E_CLOSED;
-    rwpy_rslock_release(&self->lock);
-    Py_END_ALLOW_THREADS
+    n = rwpy_rs_enter(self);
+    if (n == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        n = railwire_railset_stats(self->rs, st, RAILWIRE_MAX_RAILS, sizeof(*st));
+        Py_END_ALLOW_THREADS
+        rwpy_rs_leave(self);
+    }
     if (n < 0)
         return rwpy_raise(n, "stats of the railset to %s", self->target);
     if (n > RAILWIRE_MAX_RAILS)
@@ -228,13 +248,23 @@ static PyObject *railset_metrics(rwpy_railset *self, PyObject *noargs)
     ssize_t n;
 
     (void)noargs;
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    n = self->rs ? rwpy_metrics_render(render_railset, self->rs, &text) : RAILWIRE_E_CLOSED;
-    rwpy_rslock_release(&self->lock);
-    Py_END_ALLOW_THREADS
+    n = rwpy_rs_enter(self);
+    if (n == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        n = rwpy_metrics_render(render_railset, self->rs, &text);
+        Py_END_ALLOW_THREADS
+        rwpy_rs_leave(self);
+    }
     snprintf(what, sizeof(what), "the railset to %s", self->target);
     return rwpy_metrics_str(n, text, what);
+}
+
+static PyObject *railset_fileno(rwpy_railset *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (atomic_load(&self->closing) || self->fd < 0)
+        return rwpy_raise(RAILWIRE_E_CLOSED, "fileno of the railset to %s", self->target);
+    return PyLong_FromLong(self->fd);
 }
 
 static PyObject *get_rails(rwpy_railset *self, void *c)
@@ -264,38 +294,30 @@ static PyObject *get_dialect(rwpy_railset *self, void *c)
 static PyObject *get_closed(rwpy_railset *self, void *c)
 {
     (void)c;
-    return PyBool_FromLong(self->closing);
+    return PyBool_FromLong(atomic_load(&self->closing));
 }
 
 static PyObject *get_pending(rwpy_railset *self, void *c)
 {
-    size_t n;
+    size_t n = 0;
 
     (void)c;
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    n = self->inflight + self->q.len;
-    rwpy_rslock_release(&self->lock);
-    Py_END_ALLOW_THREADS
+    if (rwpy_rs_enter(self) == 0) {
+        n = railwire_railset_pending(self->rs);
+        rwpy_rs_leave(self);
+    }
     return PyLong_FromSize_t(n);
 }
 
 static PyObject *get_last_batch_c_ns(rwpy_railset *self, void *c)
 {
-    uint64_t ns;
-
     (void)c;
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    ns = self->last_batch_c_ns;
-    rwpy_rslock_release(&self->lock);
-    Py_END_ALLOW_THREADS
-    return PyLong_FromUnsignedLongLong(ns);
+    return PyLong_FromUnsignedLongLong(atomic_load(&self->last_batch_c_ns));
 }
 
 static PyObject *railset_repr(rwpy_railset *self)
 {
-    if (self->closing)
+    if (atomic_load(&self->closing))
         return PyUnicode_FromFormat("<railwire.Railset to %s, closed>", self->target);
     return PyUnicode_FromFormat("<railwire.Railset to %s: %s, %u rail%s, dialect %s, %u layer%s>",
                                 self->target, self->transport, self->n_rails,
@@ -321,8 +343,8 @@ static void railset_dealloc(rwpy_railset *self)
     PyObject_GC_UnTrack(self);
     railset_close(self);
     Py_CLEAR(self->mrs);
-    rwpy_compq_free(&self->q);
-    rwpy_rslock_destroy(&self->lock);
+    if (self->close_fd >= 0)
+        close(self->close_fd);
     PyObject_GC_Del(self);
 }
 
@@ -342,13 +364,16 @@ static PyMethodDef railset_methods[] = {
      "write(mr, local_offset, length, remote_offset, *, layer=0, timeout=None)\n\nLike read(), "
      "from local memory to remote memory."},
     {"submit_read", METH_KW(rwpy_railset_submit_read),
-     "submit_read(mr, local_offset, length, remote_offset, *, layer=0, user_data=0) -> int\n\n"
-     "Submits one READ; returns its handle.  poll()/wait() return its Completion."},
+     "submit_read(mr, local_offset, length, remote_offset, *, layer=0, user_data=0, timeout=None)"
+     " -> int\n\nSubmits one READ; returns its handle.  poll()/wait() return its Completion.  "
+     "timeout (seconds): the transfer's own deadline; not finished by then, it is cancelled and "
+     "completes with status E_TIMEOUT (railwire.Timeout)."},
     {"submit_write", METH_KW(rwpy_railset_submit_write),
-     "submit_write(mr, local_offset, length, remote_offset, *, layer=0, user_data=0) -> int"},
+     "submit_write(mr, local_offset, length, remote_offset, *, layer=0, user_data=0, timeout=None)"
+     " -> int"},
     {"submit_batch", METH_KW(rwpy_railset_submit_batch),
      "submit_batch(opcode, mr, local_offsets, remote_offsets, lengths, *, layers=None, "
-     "user_data=None) -> list[int]\n\nSubmits len(local_offsets) transfers in one C call.  "
+     "user_data=None, timeout=None) -> list[int]\n\nSubmits len(local_offsets) transfers in one C call.  "
      "Offsets are sequences or 1-D numpy integer arrays; lengths, layers and user_data may also "
      "be one int for every op.  layers=None: layer 0; user_data=None: each op's index in the "
      "batch.  Returns the handles in order.  Nothing is submitted when an argument is invalid."},
@@ -359,6 +384,16 @@ static PyMethodDef railset_methods[] = {
     {"poll", METH_KW(rwpy_railset_poll),
      "poll(max=64) -> list[Completion]\n\nMakes progress and returns up to max finished transfers "
      "without blocking."},
+    {"cancel", (PyCFunction)(void (*)(void))rwpy_railset_cancel, METH_O,
+     "cancel(handle)\n\nCancels a submitted transfer (railwire_cancel): its completion still "
+     "comes back once, from poll()/wait(), with status E_CANCELED (railwire.Canceled) and "
+     "bytes_moved, at once when none of it is on the wire, else once what is on the wire has "
+     "finished or its rail was declared dead (within op_timeout).  Raises InvalidArgument for an "
+     "unknown handle and InvalidState for one that already finished."},
+    {"fileno", (PyCFunction)(void (*)(void))railset_fileno, METH_NOARGS,
+     "fileno() -> int\n\nThe railset's fd (railwire_railset_fd): level-triggered, readable when "
+     "poll() may have completions; after it fires call poll() until it returns fewer than max.  "
+     "For selectors, asyncio's add_reader (see railwire.aio) and the like; owned by the railset."},
     {"stats", (PyCFunction)(void (*)(void))railset_stats, METH_NOARGS,
      "stats() -> list[dict]\n\nPer-rail counters: index, state ('up'/'down'), name, gbps, "
      "bytes_read, bytes_written, ops, errors, reissued, down_reason, down_error."},

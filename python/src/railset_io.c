@@ -2,6 +2,7 @@
 /* The submitting side of Railset: submit_read/submit_write, submit_batch
  * (one C call for the whole batch) and the synchronous read/write (submit,
  * then wait for that handle alone). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,28 +51,62 @@ static int check_region(const rwpy_railset *self, const rwpy_mr *m)
     return 0;
 }
 
-/* [lock] held by the caller: the C railset and the region are still open.
- * Returns 0 or the code to raise. */
-static int usable(const rwpy_railset *self, const rwpy_mr *m)
+/* GIL held: enters the railset and the region for one C submit (they stay
+ * open until rwpy_leave_op).  0 or the code to raise. */
+static int enter_op(rwpy_railset *self, rwpy_mr *m)
 {
-    return self->rs && m->mr ? 0 : RAILWIRE_E_CLOSED;
+    if (m->state != RWPY_MR_OPEN || !m->mr)
+        return RAILWIRE_E_CLOSED;
+    int rc = rwpy_rs_enter(self);
+    if (rc == 0)
+        atomic_fetch_add(&m->busy, 1);
+    return rc;
 }
 
-/* Parses (mr, local_offset, length, remote_offset, *, layer, <last>) into
- * *op; `last` receives the last keyword's object.  0 or -1. */
-static int parse_one(rwpy_railset *self, PyObject *args, PyObject *kw, const char *fname,
-                     const char *last_kw, int opcode, railwire_op *op, rwpy_mr **mrp, PyObject **last)
+static void leave_op(rwpy_railset *self, rwpy_mr *m)
 {
-    char *kwlist[] = {"mr", "local_offset", "length", "remote_offset", "layer", (char *)last_kw, NULL};
+    atomic_fetch_sub(&m->busy, 1);
+    rwpy_rs_leave(self);
+}
+
+/* A per-transfer timeout in seconds (None: none) as railwire_op.timeout_ms.
+ * 0 or -1. */
+static int parse_deadline(PyObject *o, uint32_t *out)
+{
+    *out = 0;
+    if (!o || o == Py_None)
+        return 0;
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred())
+        return -1;
+    if (!(v > 0))
+        return rwpy_raise(RAILWIRE_E_INVALID, "timeout must be None or > 0 seconds (the "
+                          "transfer's own deadline)"), -1;
+    double ms = ceil(v * 1000.0);
+    *out = ms >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+    return 0;
+}
+
+/* Parses (mr, local_offset, length, remote_offset, *, layer, <kw1>, <kw2>)
+ * into *op; the extra keywords' objects go to *o1 and *o2 (kw2 may be
+ * NULL).  0 or -1. */
+static int parse_one(rwpy_railset *self, PyObject *args, PyObject *kw, const char *fname,
+                     const char *kw1, const char *kw2, int opcode, railwire_op *op, rwpy_mr **mrp,
+                     PyObject **o1, PyObject **o2)
+{
+    char *kwlist[] = {"mr", "local_offset", "length", "remote_offset", "layer", (char *)kw1,
+                      (char *)kw2, NULL};
     char fmt[64];
     PyObject *lo, *len, *ro, *layer = NULL;
     rwpy_mr *m;
     uint64_t vlo, vlen, vro, vlayer = 0;
 
-    snprintf(fmt, sizeof(fmt), "O!OOO|$OO:%s", fname);
-    *last = NULL;
+    snprintf(fmt, sizeof(fmt), "O!OOO|$OO%s:%s", kw2 ? "O" : "", fname);
+    *o1 = NULL;
+    if (o2)
+        *o2 = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &rwpy_mr_type, &m, &lo, &len, &ro, &layer,
-                                     last))
+                                     o1, o2))
         return -1;
     if (to_u64(lo, "local_offset", &vlo) < 0 || to_u64(len, "length", &vlen) < 0 ||
         to_u64(ro, "remote_offset", &vro) < 0 || (layer && to_u64(layer, "layer", &vlayer) < 0))
@@ -88,35 +123,17 @@ static int parse_one(rwpy_railset *self, PyObject *args, PyObject *kw, const cha
     return 0;
 }
 
-/* Submits *op on m, linking w (if any) as its waiter under the same lock
- * hold so no other thread can take its completion first.  Returns 0 or a
- * code. */
-static int submit_locked(rwpy_railset *self, rwpy_mr *m, railwire_op *op, railwire_handle *h,
-                         struct rwpy_waiter *w)
+/* Submits *op on m with the GIL released.  Returns 0 or a code. */
+static int submit_c(rwpy_railset *self, rwpy_mr *m, railwire_op *op, railwire_handle *h)
 {
-    int rc;
-
+    int rc = enter_op(self, m);
+    if (rc < 0)
+        return rc;
+    op->mr = m->mr;
     Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    rc = usable(self, m);
-    if (rc == 0 && rwpy_compq_reserve(&self->q, self->q.len + self->inflight + 1) < 0)
-        rc = RAILWIRE_E_NOMEM;
-    if (rc == 0) {
-        op->mr = m->mr;
-        rc = railwire_submit(self->rs, op, h);
-    }
-    if (rc == 0) {
-        self->inflight++;
-        if (w) {
-            w->handle = *h;
-            w->done = 0;
-            w->next = self->waiters;
-            self->waiters = w;
-            self->n_waiters++;
-        }
-    }
-    rwpy_rslock_release(&self->lock);
+    rc = railwire_submit(self->rs, op, h);
     Py_END_ALLOW_THREADS
+    leave_op(self, m);
     return rc;
 }
 
@@ -125,16 +142,18 @@ static PyObject *submit_one(rwpy_railset *self, PyObject *args, PyObject *kw, in
     railwire_op op;
     railwire_handle h;
     rwpy_mr *m;
-    PyObject *ud = NULL;
+    PyObject *ud = NULL, *to = NULL;
     uint64_t vud = 0;
 
     if (parse_one(self, args, kw, opcode == RAILWIRE_OP_READ ? "submit_read" : "submit_write",
-                  "user_data", opcode, &op, &m, &ud) < 0)
+                  "user_data", "timeout", opcode, &op, &m, &ud, &to) < 0)
         return NULL;
     if (ud && to_u64(ud, "user_data", &vud) < 0)
         return NULL;
+    if (parse_deadline(to, &op.timeout_ms) < 0)
+        return NULL;
     op.user_data = vud;
-    int rc = submit_locked(self, m, &op, &h, NULL);
+    int rc = submit_c(self, m, &op, &h);
     if (rc < 0)
         return rwpy_raise(rc, "submit %s of %zu bytes (layer %u, remote offset %llu)",
                           op_name(opcode), op.length, op.layer, (unsigned long long)op.remote_offset);
@@ -151,30 +170,82 @@ PyObject *rwpy_railset_submit_write(rwpy_railset *self, PyObject *args, PyObject
     return submit_one(self, args, kw, RAILWIRE_OP_WRITE);
 }
 
+/* Sets attribute `name` of the exception being raised to v. */
+static void exc_set(const char *name, PyObject *v)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    if (v && ev)
+        PyObject_SetAttrString(ev, name, v);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
+/* A synchronous read/write in a thread other than the main one (no signal
+ * to watch for): railwire_read/railwire_write, whose transfer is the
+ * caller's alone, with the GIL released.  railset close waits for it (it
+ * ends when its transfer does, or after its timeout). */
+static PyObject *sync_other_thread(rwpy_railset *self, rwpy_mr *m, railwire_op *op, int opcode,
+                                   double timeout)
+{
+    int ms = timeout >= RWPY_MAX_WAIT_S ? -1 : (int)ceil(timeout * 1000.0);
+    int rc = enter_op(self, m);
+    if (rc == 0) {
+        railwire_mr *mr = m->mr;
+        Py_BEGIN_ALLOW_THREADS
+        rc = opcode == RAILWIRE_OP_READ
+                 ? railwire_read(self->rs, mr, op->local, op->length, op->layer, op->remote_offset, ms)
+                 : railwire_write(self->rs, mr, op->local, op->length, op->layer, op->remote_offset,
+                                  ms);
+        Py_END_ALLOW_THREADS
+        leave_op(self, m);
+    }
+    if (rc < 0) {
+        rwpy_raise(rc, "%s of %zu bytes (layer %u, remote offset %llu)%s", op_name(opcode),
+                   op->length, op->layer, (unsigned long long)op->remote_offset,
+                   rc == RAILWIRE_E_TIMEOUT ? "; it stays pending and a later poll()/wait() "
+                   "returns its completion" : "");
+        if (rc == RAILWIRE_E_TIMEOUT)
+            exc_set("handle", Py_None);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *sync_op(rwpy_railset *self, PyObject *args, PyObject *kw, int opcode)
 {
     railwire_op op;
-    railwire_handle h;
+    railwire_handle h = 0;
+    railwire_completion c;
     rwpy_mr *m;
     PyObject *to = NULL;
-    double timeout = RWPY_MAX_WAIT_S;
-    struct rwpy_waiter w;
+    double timeout;
 
-    if (parse_one(self, args, kw, op_name(opcode), "timeout", opcode, &op, &m, &to) < 0)
+    if (parse_one(self, args, kw, op_name(opcode), "timeout", NULL, opcode, &op, &m, &to, NULL) < 0)
         return NULL;
-    if (to && to != Py_None) {
-        timeout = PyFloat_AsDouble(to);
-        if (timeout == -1.0 && PyErr_Occurred())
-            return NULL;
-        if (!(timeout >= 0))
-            return rwpy_raise(RAILWIRE_E_INVALID, "timeout must be None or >= 0 seconds");
-        if (timeout > RWPY_MAX_WAIT_S)
-            timeout = RWPY_MAX_WAIT_S;
+    if (rwpy_parse_seconds(to, "timeout", RWPY_MAX_WAIT_S, &timeout) < 0)
+        return NULL;
+    if (PyThread_get_thread_ident() != rwpy_main_thread)
+        return sync_other_thread(self, m, &op, opcode, timeout);
+    /* The main thread, where Ctrl-C must interrupt the wait: reserved, so
+     * only this call's railwire_wait_handle returns it, while it sleeps on
+     * the railset fd (a signal interrupts poll(2)). */
+    op.flags |= RAILWIRE_OP_F_RESERVED;
+    int rc = enter_op(self, m);
+    if (rc == 0) {
+        op.mr = m->mr;
+        atomic_fetch_add(&self->sync_inflight, 1);
+        Py_BEGIN_ALLOW_THREADS
+        rc = railwire_submit(self->rs, &op, &h);
+        Py_END_ALLOW_THREADS
+        atomic_fetch_sub(&m->busy, 1);
+        if (rc == 0)
+            rc = rwpy_wait_own(self, h, timeout, &c);
+        else
+            atomic_fetch_sub(&self->sync_inflight, 1);
+        rwpy_rs_leave(self);
     }
-    memset(&w, 0, sizeof(w));
-    int rc = submit_locked(self, m, &op, &h, &w);
-    if (rc == 0)
-        rc = rwpy_wait_own(self, &w, timeout);
     if (rc == -1)
         return NULL; /* KeyboardInterrupt (or another signal handler's exception) */
     if (rc < 0) {
@@ -183,16 +254,10 @@ static PyObject *sync_op(rwpy_railset *self, PyObject *args, PyObject *kw, int o
                                  (unsigned long long)op.remote_offset,
                                  rc == RAILWIRE_E_TIMEOUT ? "; it stays pending and a later "
                                  "poll()/wait() returns its completion" : "");
-        if (rc == RAILWIRE_E_TIMEOUT && w.handle) {
-            PyObject *et, *ev, *tb;
-            PyErr_Fetch(&et, &ev, &tb);
-            PyErr_NormalizeException(&et, &ev, &tb);
-            PyObject *hv = PyLong_FromUnsignedLongLong(w.handle);
-            if (hv && ev)
-                PyObject_SetAttrString(ev, "handle", hv);
+        if (rc == RAILWIRE_E_TIMEOUT && h) {
+            PyObject *hv = PyLong_FromUnsignedLongLong(h);
+            exc_set("handle", hv);
             Py_XDECREF(hv);
-            PyErr_Clear();
-            PyErr_Restore(et, ev, tb);
         }
         return r;
     }
@@ -263,17 +328,20 @@ static int fill_batch(rwpy_railset *self, rwpy_mr *m, int opcode, PyObject *lo, 
 PyObject *rwpy_railset_submit_batch(rwpy_railset *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"opcode", "mr", "local_offsets", "remote_offsets", "lengths", "layers",
-                             "user_data", NULL};
+                             "user_data", "timeout", NULL};
     int opcode;
     rwpy_mr *m;
-    PyObject *lo, *ro, *lens, *layers = Py_None, *ud = Py_None, *result = NULL;
+    PyObject *lo, *ro, *lens, *layers = Py_None, *ud = Py_None, *to = Py_None, *result = NULL;
+    uint32_t timeout_ms;
     railwire_op *ops = NULL;
     railwire_handle *handles = NULL;
     uint64_t *tmp = NULL;
     int rc = 0, got = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iO!OOO|$OO:submit_batch", kwlist, &opcode,
-                                     &rwpy_mr_type, &m, &lo, &ro, &lens, &layers, &ud))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iO!OOO|$OOO:submit_batch", kwlist, &opcode,
+                                     &rwpy_mr_type, &m, &lo, &ro, &lens, &layers, &ud, &to))
+        return NULL;
+    if (parse_deadline(to, &timeout_ms) < 0)
         return NULL;
     if (opcode != RAILWIRE_OP_READ && opcode != RAILWIRE_OP_WRITE)
         return rwpy_raise(RAILWIRE_E_INVALID, "opcode %d: use railwire.READ or railwire.WRITE", opcode);
@@ -295,22 +363,19 @@ PyObject *rwpy_railset_submit_batch(rwpy_railset *self, PyObject *args, PyObject
     }
     if (fill_batch(self, m, opcode, lo, ro, lens, layers, ud, (size_t)n, ops, tmp) < 0)
         goto out;
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    rc = usable(self, m);
-    if (rc == 0 && rwpy_compq_reserve(&self->q, self->q.len + self->inflight + (size_t)n) < 0)
-        rc = RAILWIRE_E_NOMEM;
+    for (Py_ssize_t i = 0; i < n; i++)
+        ops[i].timeout_ms = timeout_ms;
+    rc = enter_op(self, m);
     if (rc == 0) {
         for (Py_ssize_t i = 0; i < n; i++)
             ops[i].mr = m->mr;
+        Py_BEGIN_ALLOW_THREADS
         uint64_t t0 = now_ns();
         got = railwire_submit_batch(self->rs, ops, (size_t)n, handles);
-        self->last_batch_c_ns = now_ns() - t0;
-        if (got > 0)
-            self->inflight += (size_t)got;
+        atomic_store(&self->last_batch_c_ns, now_ns() - t0);
+        Py_END_ALLOW_THREADS
+        leave_op(self, m);
     }
-    rwpy_rslock_release(&self->lock);
-    Py_END_ALLOW_THREADS
     if (rc == 0 && got < 0)
         rc = got;
     if (rc < 0) {

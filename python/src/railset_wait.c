@@ -1,21 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* The waiting side of Railset: poll(), wait() and the synchronous helpers'
- * wait for their own handle.
+/* The waiting side of Railset: poll(), wait(), cancel() and the
+ * synchronous helpers' wait for their own handle.
  *
- * Completions leave the C railset only through rwpy_pump(), which hands
- * each one to the synchronous helper waiting for that handle, if any, or
- * else to the railset's queue, which poll() and wait() return first.  So a
- * synchronous read/write always gets its own completion, whichever thread
- * took it from C, and every completion is returned exactly once.  Every
- * wait is a loop of C waits of at most RWPY_WAIT_SLICE_MS with the lock
- * released (and signals checked) in between. */
+ * The C railset is thread-safe and returns every completion exactly once,
+ * so these call it directly with the GIL released.  A synchronous
+ * read/write submits its transfer reserved (RAILWIRE_OP_F_RESERVED), so no
+ * other thread's poll()/wait() can take it.  A thread with nothing to take
+ * sleeps in poll(2) on the railset's fd (railwire_railset_fd) and the
+ * close eventfd: a completion, a deadline or close wakes it at once, and a
+ * signal (Ctrl-C in the main thread) interrupts the sleep, so no wait is
+ * cut into slices. */
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 
 #include "ext.h"
 
-#define RWPY_PUMP_BATCH 256
+#define RWPY_MAX_WAIT_MS (24 * 3600 * 1000)
 
 static double now_s(void)
 {
@@ -24,51 +27,36 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Milliseconds of the next wait slice before `deadline`: 0..SLICE. */
-static int slice_ms(double deadline)
+/* Milliseconds left before `deadline` (rounded up), 0 when past. */
+static int ms_left(double deadline)
 {
     double left = (deadline - now_s()) * 1000.0;
     if (left <= 0)
         return 0;
-    if (left >= RWPY_WAIT_SLICE_MS)
-        return RWPY_WAIT_SLICE_MS;
+    if (left >= RWPY_MAX_WAIT_MS)
+        return RWPY_MAX_WAIT_MS;
     return (int)ceil(left);
 }
 
-/* [lock] Gives one completion to its waiter or to the queue. */
-static void deliver(rwpy_railset *self, const railwire_completion *c)
+int rwpy_sleep(rwpy_railset *self, int ms)
 {
-    for (struct rwpy_waiter **pw = &self->waiters; *pw; pw = &(*pw)->next) {
-        struct rwpy_waiter *w = *pw;
-        if (w->handle == c->handle) {
-            w->c = *c;
-            w->done = 1;
-            *pw = w->next;
-            self->n_waiters--;
-            return;
-        }
-    }
-    /* Room was reserved at submit: cap >= queued + in flight. */
-    rwpy_compq_push(&self->q, c);
+    struct pollfd p[2] = {{.fd = self->fd, .events = POLLIN}, {.fd = self->close_fd, .events = POLLIN}};
+    return poll(p, 2, ms) < 0 && errno == EINTR;
 }
 
-int rwpy_pump(rwpy_railset *self, int ms)
+int rwpy_parse_seconds(PyObject *o, const char *what, double none, double *out)
 {
-    railwire_completion tmp[RWPY_PUMP_BATCH];
-    int total = 0, n;
-
-    n = ms < 0 ? railwire_poll(self->rs, tmp, RWPY_PUMP_BATCH)
-               : railwire_wait(self->rs, tmp, RWPY_PUMP_BATCH, ms);
-    while (n > 0) {
-        self->inflight -= (size_t)n;
-        for (int i = 0; i < n; i++)
-            deliver(self, &tmp[i]);
-        total += n;
-        if (n < RWPY_PUMP_BATCH)
-            break;
-        n = railwire_poll(self->rs, tmp, RWPY_PUMP_BATCH); /* more may be ready */
+    if (!o || o == Py_None) {
+        *out = none;
+        return 0;
     }
-    return total ? total : n;
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred())
+        return -1;
+    if (!(v >= 0))
+        return rwpy_raise(RAILWIRE_E_INVALID, "%s must be None or >= 0 seconds", what), -1;
+    *out = v > RWPY_MAX_WAIT_S ? RWPY_MAX_WAIT_S : v;
+    return 0;
 }
 
 static int parse_max(PyObject *v, size_t *out)
@@ -88,8 +76,8 @@ PyObject *rwpy_railset_poll(rwpy_railset *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"max", NULL};
     PyObject *maxo = NULL, *list;
-    size_t max = 64, n = 0;
-    int rc = 0;
+    size_t max = 64;
+    int n;
 
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:poll", kwlist, &maxo))
         return NULL;
@@ -98,137 +86,167 @@ PyObject *rwpy_railset_poll(rwpy_railset *self, PyObject *args, PyObject *kw)
     railwire_completion *out = PyMem_Malloc(max * sizeof(*out));
     if (!out)
         return PyErr_NoMemory();
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    if (!self->rs) {
-        rc = RAILWIRE_E_CLOSED;
-    } else {
-        rc = rwpy_pump(self, -1);
-        n = rwpy_compq_pop(&self->q, out, max);
+    n = rwpy_rs_enter(self);
+    if (n == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        n = railwire_poll(self->rs, out, (int)max);
+        Py_END_ALLOW_THREADS
+        rwpy_rs_leave(self);
     }
-    rwpy_rslock_release(&self->lock);
-    Py_END_ALLOW_THREADS
-    if (rc < 0 && n == 0) {
+    if (n < 0) {
         PyMem_Free(out);
-        return rwpy_raise(rc, "poll on the railset to %s", self->target);
+        return rwpy_raise(n, "poll on the railset to %s", self->target);
     }
-    list = rwpy_completions_to_list(out, n);
+    list = rwpy_completions_to_list(out, (size_t)n);
     PyMem_Free(out);
     return list;
+}
+
+/* What a wait() ended with. */
+enum { W_GOT, W_IDLE, W_TIMEOUT, W_SIGNAL, W_CLOSED, W_ERROR };
+
+/* GIL released: the body of wait(): takes up to max completions into out,
+ * sleeping on the fd until one comes, the time runs out, nothing this
+ * wait could return is pending (the synchronous helpers' transfers are
+ * not), a signal or close. */
+static int wait_loop(rwpy_railset *self, railwire_completion *out, size_t max, double deadline,
+                     int *n)
+{
+    for (;;) {
+        *n = railwire_poll(self->rs, out, (int)max);
+        if (*n > 0)
+            return W_GOT;
+        if (*n < 0)
+            return W_ERROR;
+        long mine = (long)railwire_railset_pending(self->rs) - atomic_load(&self->sync_inflight);
+        if (mine <= 0)
+            return W_IDLE;
+        int ms = ms_left(deadline);
+        if (ms == 0)
+            return W_TIMEOUT;
+        if (rwpy_sleep(self, ms))
+            return W_SIGNAL;
+        if (atomic_load(&self->closing))
+            return W_CLOSED;
+    }
 }
 
 PyObject *rwpy_railset_wait(rwpy_railset *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"timeout", "max", NULL};
-    PyObject *to = Py_None, *maxo = NULL, *list;
+    PyObject *to = Py_None, *maxo = NULL, *list = NULL;
     size_t max = 64;
-    double timeout = RWPY_MAX_WAIT_S;
+    double timeout;
 
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:wait", kwlist, &to, &maxo))
         return NULL;
     if (maxo && parse_max(maxo, &max) < 0)
         return NULL;
-    if (to != Py_None) {
-        timeout = PyFloat_AsDouble(to);
-        if (timeout == -1.0 && PyErr_Occurred())
-            return NULL;
-        if (!(timeout >= 0))
-            return rwpy_raise(RAILWIRE_E_INVALID, "timeout must be None or >= 0 seconds");
-        if (timeout > RWPY_MAX_WAIT_S)
-            timeout = RWPY_MAX_WAIT_S;
-    }
+    if (rwpy_parse_seconds(to, "timeout", RWPY_MAX_WAIT_S, &timeout) < 0)
+        return NULL;
     railwire_completion *out = PyMem_Malloc(max * sizeof(*out));
     if (!out)
         return PyErr_NoMemory();
     double deadline = now_s() + timeout;
     for (;;) {
-        size_t n = 0;
-        int rc = 0, idle = 0, ms = slice_ms(deadline);
+        int n = 0, why, rc = rwpy_rs_enter(self);
+        if (rc < 0) {
+            list = rwpy_raise(rc, "wait on the railset to %s", self->target);
+            break;
+        }
         Py_BEGIN_ALLOW_THREADS
-        rwpy_rslock_acquire(&self->lock);
-        if (!self->rs) {
-            rc = RAILWIRE_E_CLOSED;
-        } else {
-            n = rwpy_compq_pop(&self->q, out, max);
-            if (n == 0 && self->inflight > self->n_waiters) {
-                rc = rwpy_pump(self, ms);
-                n = rwpy_compq_pop(&self->q, out, max);
-            } else if (n == 0) {
-                idle = 1; /* nothing pending that this wait could return */
-            }
-        }
-        rwpy_rslock_release(&self->lock);
+        why = wait_loop(self, out, max, deadline, &n);
         Py_END_ALLOW_THREADS
-        if (n || idle || (rc < 0 && rc != RAILWIRE_E_TIMEOUT)) {
-            if (n || idle)
-                list = rwpy_completions_to_list(out, n);
-            else
-                list = rwpy_raise(rc, "wait on the railset to %s", self->target);
-            PyMem_Free(out);
-            return list;
+        rwpy_rs_leave(self);
+        if (why == W_SIGNAL) {
+            if (PyErr_CheckSignals() < 0)
+                break;
+            continue;
         }
-        if (ms == 0 || PyErr_CheckSignals() < 0) {
-            PyMem_Free(out);
-            return PyErr_Occurred() ? NULL : PyList_New(0);
-        }
+        if (why == W_CLOSED)
+            list = rwpy_raise(RAILWIRE_E_CLOSED, "wait on the railset to %s", self->target);
+        else if (why == W_ERROR)
+            list = rwpy_raise(n, "wait on the railset to %s", self->target);
+        else
+            list = rwpy_completions_to_list(out, why == W_GOT ? (size_t)n : 0);
+        break;
     }
+    PyMem_Free(out);
+    return list;
 }
 
-/* [lock] taken here: gives up waiting for w.  Its completion, now or later,
- * goes to the queue, so poll()/wait() return it. */
-static void abandon(rwpy_railset *self, struct rwpy_waiter *w)
+/* GIL released: waits for reserved h; returns W_GOT (*c, *status), W_TIMEOUT,
+ * W_SIGNAL, W_CLOSED or W_ERROR (*status). */
+static int own_loop(rwpy_railset *self, railwire_handle h, double deadline, railwire_completion *c,
+                    int *status)
 {
-    Py_BEGIN_ALLOW_THREADS
-    rwpy_rslock_acquire(&self->lock);
-    if (self->rs) {
-        if (w->done) {
-            rwpy_compq_push(&self->q, &w->c);
-        } else {
-            for (struct rwpy_waiter **pw = &self->waiters; *pw; pw = &(*pw)->next) {
-                if (*pw == w) {
-                    *pw = w->next;
-                    self->n_waiters--;
-                    break;
-                }
-            }
+    for (;;) {
+        int rc = railwire_wait_handle(self->rs, h, 0, c);
+        if (rc == 0) {
+            *status = c->status;
+            return W_GOT;
         }
+        if (rc != RAILWIRE_E_TIMEOUT) {
+            *status = rc;
+            return W_ERROR;
+        }
+        int ms = ms_left(deadline);
+        if (ms == 0)
+            return W_TIMEOUT;
+        if (rwpy_sleep(self, ms))
+            return W_SIGNAL;
+        if (atomic_load(&self->closing))
+            return W_CLOSED;
     }
-    rwpy_rslock_release(&self->lock);
-    Py_END_ALLOW_THREADS
 }
 
-int rwpy_wait_own(rwpy_railset *self, struct rwpy_waiter *w, double timeout_s)
+int rwpy_wait_own(rwpy_railset *self, railwire_handle h, double timeout_s, railwire_completion *c)
 {
     double deadline = now_s() + timeout_s;
+    int status = 0, why;
     for (;;) {
-        int rc = 0, done = 0, closed = 0, ms = slice_ms(deadline);
         Py_BEGIN_ALLOW_THREADS
-        rwpy_rslock_acquire(&self->lock);
-        if (w->done) {
-            done = 1;
-        } else if (!self->rs) {
-            closed = 1;
-        } else {
-            rc = rwpy_pump(self, ms);
-            done = w->done;
-        }
-        rwpy_rslock_release(&self->lock);
+        why = own_loop(self, h, deadline, c, &status);
+        if (why != W_GOT && why != W_SIGNAL && why != W_CLOSED)
+            railwire_wait_handle(self->rs, h, 0, NULL); /* poll()/wait() return it later */
         Py_END_ALLOW_THREADS
-        if (done)
-            return w->c.status;
-        if (closed)
-            return RAILWIRE_E_CLOSED;
-        if (rc < 0 && rc != RAILWIRE_E_TIMEOUT) {
-            abandon(self, w);
-            return rc;
-        }
-        if (ms == 0) {
-            abandon(self, w);
-            return RAILWIRE_E_TIMEOUT;
-        }
+        if (why != W_SIGNAL)
+            break;
         if (PyErr_CheckSignals() < 0) {
-            abandon(self, w);
+            Py_BEGIN_ALLOW_THREADS
+            railwire_wait_handle(self->rs, h, 0, NULL);
+            Py_END_ALLOW_THREADS
+            atomic_fetch_sub(&self->sync_inflight, 1);
             return -1;
         }
     }
+    atomic_fetch_sub(&self->sync_inflight, 1);
+    if (why == W_GOT || why == W_ERROR)
+        return status;
+    return why == W_TIMEOUT ? RAILWIRE_E_TIMEOUT : RAILWIRE_E_CLOSED;
+}
+
+PyObject *rwpy_railset_cancel(rwpy_railset *self, PyObject *arg)
+{
+    uint64_t h;
+    if (rwpy_uint64(arg, "handle", &h) < 0)
+        return NULL;
+    int rc = rwpy_rs_enter(self);
+    if (rc == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = railwire_cancel(self->rs, h);
+        Py_END_ALLOW_THREADS
+        rwpy_rs_leave(self);
+    }
+    if (rc == RAILWIRE_E_STATE)
+        return rwpy_raise(rc, "cancel transfer %llu: it already finished (its completion, with its "
+                          "own status, is returned by poll()/wait())", (unsigned long long)h);
+    if (rc == RAILWIRE_E_INVALID)
+        return rwpy_raise(rc, "cancel transfer %llu: no such transfer is pending (never submitted "
+                          "on this railset, or its completion was already returned)",
+                          (unsigned long long)h);
+    if (rc < 0)
+        return rwpy_raise(rc, "cancel transfer %llu on the railset to %s", (unsigned long long)h,
+                          self->target);
+    Py_RETURN_NONE;
 }

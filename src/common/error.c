@@ -60,6 +60,7 @@ static const struct err_entry errors[] = {
     {RAILWIRE_E_TLS, "tls",
      "TLS failed: the handshake, the credentials or a record; check the certificates, the CA, "
      "the server name, the PSK file and identity, and that both sides have TLS on (the log says which)"},
+    {RAILWIRE_E_CANCELED, "canceled", "the transfer was cancelled by railwire_cancel before it finished"},
 };
 
 static const struct err_entry *find(int err)

@@ -296,11 +296,19 @@ static void test_ops(railwire_railset *rs)
           "flags and reserved are written as 0");
     unguard(&gc);
 
-    /* What 1.0 does not carry is refused, never ignored. */
-    op->timeout_ms = 5;
-    CHECK(railwire_submit(rs, op, &h) == RAILWIRE_E_INVALID, "timeout_ms is not supported yet");
+    /* A per-transfer deadline is carried: the transfer completes (in time
+     * or with RAILWIRE_E_TIMEOUT), exactly once. */
+    op->timeout_ms = 5000;
+    CHECK(railwire_submit(rs, op, &h) == 0, "timeout_ms is accepted");
     op->timeout_ms = 0;
-    op->flags = 1;
+    {
+        railwire_completion dc;
+        int k = railwire_wait(rs, &dc, 1, 10000);
+        CHECK(k == 1 && dc.handle == h && (dc.status == 0 || dc.status == RAILWIRE_E_TIMEOUT),
+              "the transfer with a deadline completes");
+    }
+    /* What 1.0 does not carry is refused, never ignored. */
+    op->flags = 0x2;
     CHECK(railwire_submit(rs, op, &h) == RAILWIRE_E_INVALID, "unknown flags");
     op->flags = 0;
     op->opcode = 7;

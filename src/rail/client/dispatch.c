@@ -54,5 +54,8 @@ int64_t rw_railset_next_deadline(const railwire_railset *rs, int64_t now)
         d = min64(d, rw_heal_deadline(rs));
         d = min64(d, rw_rail_all_down_deadline(rs));
     }
+    int64_t xd = rw_xfer_deadline_next(rs); /* per-transfer timeout_ms */
+    if (xd >= 0)
+        d = min64(d, xd);
     return d;
 }

@@ -45,6 +45,10 @@ static size_t take_back(railwire_railset *rs, struct rw_rail *r, int reason)
         struct rw_slice *s = rw_slice_of(r->outstanding.head);
         rw_rail_out_remove(rs, r, s);
         s->rail = -1;
+        if (s->xfer->cancel) { /* issue 19: a cancelled transfer's slice is never re-issued */
+            rw_slice_finish(rs, s, s->xfer->cancel);
+            continue;
+        }
         if (rs->max_tries && s->tries >= rs->max_tries) {
             failed++;
             rw_slice_finish(rs, s, reason);

@@ -21,9 +21,6 @@
 #include "rail/client/rail_state.h"
 #include "rail/client/xfer.h"
 
-/* rw_slice.rail of a slice that finished with an error. */
-#define RW_SLICE_FAILED (-2)
-
 #define RW_POLL_BATCH 64
 /* How often the control connections are checked and the transport is asked
  * for out-of-band death signals (ep_check). */
@@ -113,6 +110,8 @@ int rw_progress(railwire_railset *rs)
     int64_t now = rw_now_ms();
     if (busy)
         rw_detect_timeouts(rs, now);
+    if (rs->n_deadline) /* per-transfer deadlines (cancel.c, xfer_deadline.c) */
+        rw_xfer_deadline_check(rs, now);
     if (now >= rs->next_check_ms) {
         rs->next_check_ms = now + RW_CHECK_INTERVAL_MS;
         rw_rsess_check(rs);
@@ -127,25 +126,15 @@ int rw_progress(railwire_railset *rs)
     return total;
 }
 
-/* The bytes of a failed transfer's slices that completed (the slices that
- * failed are marked RW_SLICE_FAILED by rw_slice_finish). */
-static __attribute__((noinline)) uint64_t bytes_moved_failed(const struct rw_xfer *x)
-{
-    uint64_t n = 0;
-    for (size_t i = 0; i < x->n_slices; i++)
-        if (x->slices[i].rail != RW_SLICE_FAILED)
-            n += x->slices[i].length;
-    return n;
-}
-
 static int deliver(railwire_railset *rs, railwire_completion *out, int max)
 {
     int n = 0;
     struct rw_xfer *x = rw_xfer_of(rs->done.head);
     while (n < max && x) {
         struct rw_xfer *nx = rw_xfer_of(x->link.next);
-        if (!x->sync_owned) {
-            /* A synchronous helper's transfer is its own: never taken here. */
+        if (!x->sync_owned && !x->reserved && !x->claims) {
+            /* A synchronous helper's transfer is its own: never taken here
+             * (nor one reserved for railwire_wait_handle). */
             rw_list_remove(&rs->done, &x->link);
             /* Every byte of the completion, reserved space included. */
             railwire_completion *c = &out[n];
@@ -154,10 +143,8 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
             c->status = x->status;
             c->flags = 0;
             c->length = x->op.length;
-            c->bytes_moved = x->op.length;
+            c->bytes_moved = rw_xfer_bytes_moved(x);
             c->reserved[0] = c->reserved[1] = c->reserved[2] = 0;
-            if (__builtin_expect(c->status != 0, 0))
-                c->bytes_moved = bytes_moved_failed(x);
             rw_xfer_recycle(rs, x); /* on the done list: completed, its mr use dropped */
             rs->n_async--;
             rs->n_async_done--;
@@ -314,6 +301,8 @@ int railwire_poll(railwire_railset *rs, railwire_completion *out, int max)
     rs_lock(rs);
     rw_progress(rs);
     int n = deliver(rs, out, max);
+    if (rs->rsfd) /* the railset fd fires again only for something new */
+        rw_rsfd_rearm(rs);
     int others = rs->waiters.head != NULL;
     rs_unlock(rs);
     /* A caller that polls in a loop must not starve the threads that wait

@@ -183,6 +183,7 @@ void railwire_railset_close(railwire_railset *rs)
     for (unsigned i = 0; i < rs->n_rails; i++)
         if (rs->rails[i].ep)
             rs->ops->ep_destroy(rs->rails[i].ep);
+    rw_rsfd_free(rs); /* the railset fd (railset_fd.c) */
     while (rs->mrs.head)
         rw_mr_release(rw_list_entry(rs->mrs.head, struct railwire_mr, link));
     for (unsigned i = 0; i < rs->n_rails; i++) {

@@ -101,6 +101,11 @@ struct rw_xfer {
     size_t n_slices;
     size_t n_done;            /* slices finished (success or final error) */
     struct rw_slice *slices;  /* n_slices entries: `one` or owned */
+    /* cancel.c, xfer_deadline.c, wait_handle.c: */
+    int64_t deadline_ms;      /* op.timeout_ms after submit, 0 = none */
+    int cancel;               /* RAILWIRE_E_CANCELED/_TIMEOUT once cancelled, else 0 */
+    int reserved;             /* RAILWIRE_OP_F_RESERVED: only railwire_wait_handle returns it */
+    unsigned claims;          /* threads waiting for it in railwire_wait_handle */
     struct rw_slice one;      /* the slice of a single-slice transfer (no allocation) */
 };
 
@@ -197,6 +202,12 @@ struct railwire_railset {
     struct rw_list active;    /* transfers submitted, not finished */
     struct rw_list done;      /* transfers finished, not delivered */
     struct rw_list mrs;       /* every live registration (railwire_mr) */
+    /* railwire_railset_fd, railwire_wait_handle, per-transfer deadlines: */
+    struct rw_rsfd *rsfd;     /* railwire_railset_fd's state, NULL until first asked for */
+    size_t n_reserved;        /* reserved or claimed transfers not yet returned (not in n_async) */
+    size_t n_reserved_done;   /* of those, finished */
+    size_t n_deadline;        /* active transfers with a deadline (an upper bound) */
+    int64_t xd_next_ms;       /* earliest deadline among them (may be early) */
     /* ops->mr_reg_multi (verbs: in parallel per device, reusing a device's
      * registration), or NULL: mr_reg on each domain. */
     int (*reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
@@ -228,7 +239,7 @@ void rs_release_slow(railwire_railset *rs);
  * waiting or polling there is nobody to wake or kick. */
 static inline void rs_release_prepare(railwire_railset *rs)
 {
-    if (rs->waiters.head || rs->poller)
+    if (rs->waiters.head || rs->poller || rs->rsfd) /* rsfd: railset_fd.c */
         rs_release_slow(rs);
 }
 /* Releases the lock, waking waiters (and kicking a sleeping poller) when
@@ -336,6 +347,35 @@ static inline int rw_failover_is_rail_error(int status)
 {
     return status != 0 && status != RAILWIRE_E_REMOTE_ACCESS;
 }
+
+/* --- issue 19: cancel.c, xfer_deadline.c, railset_fd.c, wait_handle.c --- */
+/* With the lock held: cancels x with `code` (RAILWIRE_E_CANCELED or
+ * RAILWIRE_E_TIMEOUT): drops its pending slices, and completes it when none
+ * is on the wire.  Idempotent. */
+void rw_xfer_cancel(railwire_railset *rs, struct rw_xfer *x, int code);
+/* With the lock held, right after rw_stripe_submit: takes what the op asks
+ * for besides the slices (RAILWIRE_OP_F_RESERVED, timeout_ms). */
+void rw_xfer_submit_extras(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op);
+/* The opcode without its flags. */
+static inline int rw_op_code(const railwire_op *op)
+{
+    return (int)op->opcode;
+}
+/* The next per-transfer deadline (absolute, ms), or -1 when none. */
+int64_t rw_xfer_deadline_next(const railwire_railset *rs);
+/* Cancels, with RAILWIRE_E_TIMEOUT, every transfer whose deadline passed. */
+void rw_xfer_deadline_check(railwire_railset *rs, int64_t now_ms);
+/* The fd's work at every lock release (rs_release_slow). */
+void rw_rsfd_on_release(railwire_railset *rs);
+/* After a poll took completions: re-arms the rails, the timer and the
+ * ready flag, so the fd fires again only for something new. */
+void rw_rsfd_rearm(railwire_railset *rs);
+/* The caller's fd (rs->rsfd set). */
+int rw_rsfd_fd(const railwire_railset *rs);
+/* Releases the fd's state (at close). */
+void rw_rsfd_free(railwire_railset *rs);
+/* Finds a transfer by handle in the active or done list (NULL if none). */
+struct rw_xfer *rw_xfer_find(railwire_railset *rs, railwire_handle h, int *done);
 
 #include "rail/client/railset_lists.h"
 

@@ -43,6 +43,8 @@ void rs_notify(railwire_railset *rs)
 
 void rs_release_slow(railwire_railset *rs)
 {
+    if (rs->rsfd) /* the railset fd (railset_fd.c) */
+        rw_rsfd_on_release(rs);
     rs_notify(rs);
     if (rs->poller && rs->kick_fd >= 0 &&
         (rs->poller_gen != rs->done_gen || rs->poller_rails_gen != rs->rails_gen)) {

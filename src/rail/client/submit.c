@@ -19,10 +19,10 @@ static __attribute__((noinline, cold)) int explain(const railwire_railset *rs,
         rw_err("submit: unknown opcode %u", op->opcode);
         return RAILWIRE_E_INVALID;
     }
-    if (op->flags) {
-        rw_err("submit: op flags 0x%x are not known to this library (1.0 defines none): the "
-               "program was built against a newer railwire header, or the op was not zeroed",
-               op->flags);
+    if (op->flags & ~(uint32_t)RAILWIRE_OP_F_RESERVED) {
+        rw_err("submit: op flags 0x%x are not known to this library (1.0 defines "
+               "RAILWIRE_OP_F_RESERVED only): the program was built against a newer railwire "
+               "header, or the op was not zeroed", op->flags);
         return RAILWIRE_E_INVALID;
     }
     if (op->length == 0) {
@@ -38,11 +38,6 @@ static __attribute__((noinline, cold)) int explain(const railwire_railset *rs,
     if (!op->local || p < lo || p - lo > mr->len || op->length > mr->len - (p - lo)) {
         rw_err("submit: local range [%p, +%zu) is not inside the registration [%p, +%zu)",
                op->local, op->length, mr->addr, mr->len);
-        return RAILWIRE_E_INVALID;
-    }
-    if (op->timeout_ms) {
-        rw_err("submit: timeout_ms %u: per-transfer deadlines are not supported yet; leave it "
-               "0 (the railset's op_timeout_ms still bounds every slice)", op->timeout_ms);
         return RAILWIRE_E_INVALID;
     }
     uint32_t layer = rs->dialect == RAILWIRE_DIALECT_RO ? op->layer : 0;
@@ -62,9 +57,8 @@ static __attribute__((noinline, cold)) int explain(const railwire_railset *rs,
     return RAILWIRE_E_REMOTE_ACCESS;
 }
 
-_Static_assert(offsetof(railwire_op, opcode) == 0 && offsetof(railwire_op, flags) == 4 &&
-                   offsetof(railwire_op, timeout_ms) == offsetof(railwire_op, layer) + 4,
-               "validate reads opcode and flags, and layer and timeout_ms, as one word each");
+_Static_assert(offsetof(railwire_op, opcode) == 0 && offsetof(railwire_op, flags) == 4,
+               "validate reads opcode and flags as one word");
 
 /* The word at `p` (8 bytes, any alignment). */
 static inline uint64_t word_at(const void *p)
@@ -81,10 +75,10 @@ static int validate(const railwire_railset *rs, const railwire_op *op)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     /* opcode in the low half, flags in the high half: one test for both */
-    if (word_at(&op->opcode) > RAILWIRE_OP_WRITE)
+    if ((word_at(&op->opcode) & ~((uint64_t)RAILWIRE_OP_F_RESERVED << 32)) > RAILWIRE_OP_WRITE)
         return explain(rs, op);
 #else
-    if (op->opcode > RAILWIRE_OP_WRITE || op->flags)
+    if (op->opcode > RAILWIRE_OP_WRITE || (op->flags & ~(uint32_t)RAILWIRE_OP_F_RESERVED))
         return explain(rs, op);
 #endif
     const struct railwire_mr *mr = op->mr;
@@ -92,17 +86,9 @@ static int validate(const railwire_railset *rs, const railwire_op *op)
     if (op->length == 0 || !mr || mr->rs != rs || !op->local || p < (lo = (uintptr_t)mr->addr) ||
         p - lo > mr->len || op->length > mr->len - (p - lo))
         return explain(rs, op);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* layer in the low half (RW: ignored, masked off), timeout_ms in the
-     * high half: a deadline fails the layer test. */
-    uint64_t lt = word_at(&op->layer) &
-                  (rs->dialect == RAILWIRE_DIALECT_RO ? ~(uint64_t)0 : ~(uint64_t)UINT32_MAX);
-#else
-    uint64_t lt = (uint64_t)op->timeout_ms << 32 |
-                  (rs->dialect == RAILWIRE_DIALECT_RO ? op->layer : 0);
-#endif
+    uint32_t lt = rs->dialect == RAILWIRE_DIALECT_RO ? op->layer : 0; /* RW: ignored */
     if (lt >= rs->n_layers || op->remote_offset > UINT64_MAX - op->length ||
-        rs->layer_max_base[(uint32_t)lt] > UINT64_MAX - (op->remote_offset + op->length))
+        rs->layer_max_base[lt] > UINT64_MAX - (op->remote_offset + op->length))
         return explain(rs, op);
     return 0;
 }
@@ -126,7 +112,8 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
         return rc;
     x->sync_owned = sync != NULL;
     x->waiter = sync;
-    if (!sync)
+    rw_xfer_submit_extras(rs, x, op); /* issue 19: reservation, deadline */
+    if (!sync && !x->reserved)
         rs->n_async++;
     *handle = x->handle;
     if (direct)
@@ -175,7 +162,9 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
         rc = rw_stripe_submit(rs, &ops[k], 0, &x);
         if (rc < 0)
             break;
-        rs->n_async++;
+        rw_xfer_submit_extras(rs, x, &ops[k]); /* issue 19: reservation, deadline */
+        if (!x->reserved)
+            rs->n_async++;
         handles[k] = x->handle;
     }
     rw_stripe_schedule(rs);

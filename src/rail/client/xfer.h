@@ -56,8 +56,28 @@ static inline void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
     rs->done_gen++;
     if (x->sync_owned)
         rs_wake(x->waiter);
+    else if (x->reserved || x->claims) /* only railwire_wait_handle returns it */
+        rs->n_reserved_done++;
     else
         rs->n_async_done++;
+}
+
+/* The bytes of a failed transfer's slices that completed (the slices that
+ * failed are marked RW_SLICE_FAILED by rw_slice_finish). */
+static __attribute__((noinline)) uint64_t rw_xfer_bytes_moved_failed(const struct rw_xfer *x)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < x->n_slices; i++)
+        if (x->slices[i].rail != RW_SLICE_FAILED)
+            n += x->slices[i].length;
+    return n;
+}
+
+/* completion.bytes_moved of finished transfer x: its length when it
+ * succeeded, else the bytes of its slices that completed. */
+static inline uint64_t rw_xfer_bytes_moved(const struct rw_xfer *x)
+{
+    return __builtin_expect(x->status == 0, 1) ? x->op.length : rw_xfer_bytes_moved_failed(x);
 }
 
 /* Marks one slice finished with `status` (0 = its bytes moved); completes
