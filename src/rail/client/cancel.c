@@ -10,10 +10,8 @@
 #include "rail/client/railset_internal.h"
 #include "rail/client/xfer.h"
 
-void rw_xfer_submit_extras(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op)
+void rw_xfer_submit_extras_slow(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op)
 {
-    x->cancel = 0;
-    x->claims = 0;
     x->reserved = !x->sync_owned && (op->flags & RAILWIRE_OP_F_RESERVED) != 0;
     if (x->reserved)
         rs->n_reserved++;

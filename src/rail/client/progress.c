@@ -129,10 +129,13 @@ int rw_progress(railwire_railset *rs)
 static int deliver(railwire_railset *rs, railwire_completion *out, int max)
 {
     int n = 0;
+    /* n_reserved counts every reserved or claimed transfer not yet
+     * returned: while it is 0 none of those fields needs a look. */
+    int any_reserved = rs->n_reserved != 0;
     struct rw_xfer *x = rw_xfer_of(rs->done.head);
     while (n < max && x) {
         struct rw_xfer *nx = rw_xfer_of(x->link.next);
-        if (!x->sync_owned && !x->reserved && !x->claims) {
+        if (!x->sync_owned && (!any_reserved || (!x->reserved && !x->claims))) {
             /* A synchronous helper's transfer is its own: never taken here
              * (nor one reserved for railwire_wait_handle). */
             rw_list_remove(&rs->done, &x->link);

@@ -353,9 +353,21 @@ static inline int rw_failover_is_rail_error(int status)
  * RAILWIRE_E_TIMEOUT): drops its pending slices, and completes it when none
  * is on the wire.  Idempotent. */
 void rw_xfer_cancel(railwire_railset *rs, struct rw_xfer *x, int code);
+/* The slow part of rw_xfer_submit_extras: an op with flags or a deadline. */
+void rw_xfer_submit_extras_slow(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op);
 /* With the lock held, right after rw_stripe_submit: takes what the op asks
- * for besides the slices (RAILWIRE_OP_F_RESERVED, timeout_ms). */
-void rw_xfer_submit_extras(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op);
+ * for besides the slices (RAILWIRE_OP_F_RESERVED, timeout_ms).  Inline: a
+ * plain op (no flags, no deadline) costs a few stores. */
+static inline void rw_xfer_submit_extras(railwire_railset *rs, struct rw_xfer *x,
+                                         const railwire_op *op)
+{
+    x->cancel = 0;
+    x->claims = 0;
+    x->reserved = 0;
+    x->deadline_ms = 0;
+    if (__builtin_expect((op->flags | op->timeout_ms) != 0, 0))
+        rw_xfer_submit_extras_slow(rs, x, op);
+}
 /* The opcode without its flags. */
 static inline int rw_op_code(const railwire_op *op)
 {

@@ -56,7 +56,8 @@ static inline void rw_xfer_complete(railwire_railset *rs, struct rw_xfer *x)
     rs->done_gen++;
     if (x->sync_owned)
         rs_wake(x->waiter);
-    else if (x->reserved || x->claims) /* only railwire_wait_handle returns it */
+    else if (__builtin_expect(rs->n_reserved != 0, 0) && (x->reserved || x->claims))
+        /* only railwire_wait_handle returns it */
         rs->n_reserved_done++;
     else
         rs->n_async_done++;
