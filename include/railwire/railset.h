@@ -36,6 +36,7 @@
 
 #include <railwire/error.h>
 #include <railwire/export.h>
+#include <railwire/tls.h>
 #include <railwire/types.h>
 
 #ifdef __cplusplus
@@ -102,6 +103,11 @@ typedef struct railwire_railset_opts {
                                           is not reopened until something completes, so a
                                           stalled server never keeps it spinning.  0 =
                                           default (50), -1 = sleep at once, at most 1000000 */
+    /* TLS 1.3 on the control connection and on every tcp rail
+     * (include/railwire/tls.h); NULL = plain.  One set of credentials is
+     * built at connect and used for every rail and every heal (each
+     * authenticates in full).  Borrowed for railwire_railset_connect() only. */
+    const struct railwire_tls_opts *tls;
 } railwire_railset_opts;
 
 /* Fills *o with the defaults. */

@@ -64,6 +64,12 @@ static int check_opts(const char *host, const char *port, const railwire_railset
         rw_err("connect: NULL host, port or out");
         return RAILWIRE_E_INVALID;
     }
+    if (o->tls) {
+        /* Never a silent plain connection when TLS was asked for. */
+        rw_err("connect: TLS on the client side is not available in this build yet (tls "
+               "options given); connect without TLS or use a newer railwire");
+        return RAILWIRE_E_INVALID;
+    }
     unsigned max = o->dialect == RAILWIRE_DIALECT_RO ? RAILWIRE_MAX_RO_RAILS : RAILWIRE_MAX_RAILS;
     if (o->n_rails == 0 || o->n_rails > max) {
         rw_err("connect: rail count %u is not 1..%u (%s dialect%s)", o->n_rails, max,

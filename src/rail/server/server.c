@@ -233,6 +233,9 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
     rc = rw_srv_allow_parse(srv, o->allow, o->n_allow);
     if (rc < 0)
         goto fail;
+    rc = rw_srv_tls_init(srv, o);
+    if (rc < 0)
+        goto fail;
     rc = rw_transport_select(o->transport, &srv->ops);
     if (rc < 0)
         goto fail;
@@ -303,6 +306,7 @@ void railwire_server_destroy(railwire_server *srv)
     free(srv->doms);
     free(srv->defaults);
     free(srv->allow);
+    rw_srv_tls_fini(srv);
     pthread_mutex_destroy(&srv->stats_lock);
     free(srv);
 }

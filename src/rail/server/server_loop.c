@@ -182,6 +182,7 @@ static void free_dead(struct railwire_server *srv)
         rw_conn_list_del(&srv->dead, c);
         if (c->hs_live)
             rw_hs_server_fini(&c->hs);
+        rw_conn_tls_free(c);
         if (c->fd >= 0)
             close(c->fd);
         free(c->eps);
@@ -255,6 +256,7 @@ static void *loop_main(void *arg)
             }
         }
         run_timers(srv, rw_now_ms());
+        rw_srv_tls_kick(srv);
         free_dead(srv);
     }
     close_everything(srv);
