@@ -125,6 +125,7 @@ int rw_tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
             rc = RAILWIRE_E_NOMEM;
             goto fail_lock;
         }
+        d->tls_server = cfg->tls_server;
         rw_tcp_budget_configure(cfg->tcp_queue_budget, cfg->tcp_session_share);
         rw_tcp_pool_busy_poll(cfg->busy_poll_us);
         rc = rw_tcp_pool_acquire();

@@ -39,6 +39,7 @@ struct rw_tcp_domain {
     struct rw_tcp_served served;   /* server: requests served (atomics, no lock) */
 
     /* server only */
+    struct rw_tls_slot *tls_server; /* rails run TLS with these credentials (NULL: plain) */
     int listen_fd;
     int wake_fd;                   /* eventfd: tells the accept thread to stop */
     pthread_t accept_thread;
@@ -63,6 +64,8 @@ struct rw_tcp_key {
 };
 
 struct rw_tcp_sess;
+struct rw_tls_conn;
+struct rw_tls_slot;
 struct rw_tcp_loop;
 
 /* States of an attached server connection (tcp_serve.c). */
@@ -102,6 +105,9 @@ struct rw_tcp_conn {
     struct rw_tcp_srv_ep *ep;
     struct rw_tcp_loop *loop;
     int fd;
+    struct rw_tls_conn *tls;        /* owned: the rail runs TLS (NULL: plain) */
+    uint64_t tls_retry;             /* TLS: the next write offers at least this many bytes
+                                       (a write that wanted a retry sealed them) */
     enum rw_tcp_conn_state state;
     enum rw_tcp_conn_wait wait;
     /* the request in progress */
@@ -154,6 +160,7 @@ struct rw_tcp_srv_ep {
     struct rw_qp_id remote;
     int n_parked;                   /* hellos that arrived before ep_connect */
     int parked_fd[RW_TCP_MAX_PARKED];
+    struct rw_tls_conn *parked_tls[RW_TCP_MAX_PARKED];
     struct rw_tcp_hello parked[RW_TCP_MAX_PARKED];
     int attached;                   /* conn was handed to a loop */
     int conn_ended;                 /* the loop has closed the connection */
@@ -247,10 +254,24 @@ int rw_tcp_srv_ep_liveness(struct rw_tcp_srv_ep *ep);
  * Returns 1 if attached, parked, or refused after a check of its secrets
  * (logged and counted against the peer here), 0 if refused for naming no
  * ep that can take it (the caller logs and counts that). */
-int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, const struct rw_tcp_hello *h);
+int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, struct rw_tls_conn *tls,
+                            const struct rw_tcp_hello *h);
 
-/* Sends the refusal verdict (best effort) and closes fd. */
-void rw_tcp_refuse(int fd);
+/* Sends the refusal verdict (best effort; inside TLS when tls is set),
+ * frees tls and closes fd. */
+void rw_tcp_refuse(int fd, struct rw_tls_conn *tls);
+
+/* --- TLS on server rail connections (tcp_tls.c) --- */
+/* Frees tls (NULL ignored) after a best-effort close_notify, then closes fd. */
+void rw_tcp_tls_close(int fd, struct rw_tls_conn *tls);
+/* One verdict byte to the client, inside TLS when tls is set.  Returns 0
+ * or -1 (errno set). */
+int rw_tcp_send_verdict(int fd, struct rw_tls_conn *tls, uint8_t v);
+/* The served connection's reads and writes: recv(2)/sendmsg(2) semantics
+ * (-1 with errno EAGAIN when the socket would block, ECONNRESET for a TLS
+ * failure, logged), inside TLS when c->tls is set. */
+ssize_t rw_tcp_conn_recv(struct rw_tcp_conn *c, void *buf, size_t n);
+ssize_t rw_tcp_conn_sendmsg(struct rw_tcp_conn *c, const struct msghdr *mh, int flags);
 
 /* --- serving state machine (tcp_serve.c) --- */
 /* Prepares ep->conn for fd (non-blocking) before it goes to a loop. */

@@ -46,6 +46,8 @@ enum rw_ep_liveness {
     RW_EP_DEAD = 3,     /* the rail was attached and has closed or failed */
 };
 
+struct rw_tls_slot;
+
 /* Where and how to open a domain. */
 struct rw_domain_cfg {
     enum rw_role role;
@@ -73,6 +75,10 @@ struct rw_domain_cfg {
      * common/busy_poll.h): 0 = default, negative = none.  Process-wide:
      * the last server domain_open sets it. */
     int busy_poll_us;
+    /* tcp server: the TLS credentials of the rail connections (each runs
+     * TLS 1.3 before its hello; read again for every connection, so a
+     * reload applies to new rails); NULL = plain.  verbs: unused. */
+    struct rw_tls_slot *tls_server;
 };
 
 /* Generic part of a domain.  The transport fills every field. */

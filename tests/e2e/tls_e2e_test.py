@@ -132,12 +132,21 @@ def test_wire_peer_through_python_ssl_gets_its_session():
     try:
         for rails in (1, 3):
             legit(s, rails)
+        # tcp rails inside TLS too: 64 KiB READ over every rail, checked
+        # against the pattern (--fill)
+        for rails in (1, 2):
+            rc, out, err = peer(["client", "--connect", s.addr, "--dialect", "rw", "--rails",
+                                 str(rails), "--tcp-rails", "--read", "65536"] + client_tls(),
+                                timeout=60)
+            j = json.loads(out)
+            check(rc == 0 and j["result"] == "ok" and j["tcp_rails"] == "attached",
+                  "TLS tcp rails: %s %s\n%s" % (out, err, s.log()[-3000:]))
         log = s.log()
         check("TLS (TLS_AES_" in log and "cn:client-a.fleet.test" in log,
               "the server does not log the TLS identity:\n" + log)
         m = metrics(s)
         check(metric_value(m, "railwire_server_tls") == 1, m)
-        check(metric_value(m, "railwire_server_tls_handshakes_total") == 2, m)
+        check(metric_value(m, "railwire_server_tls_handshakes_total") == 4, m)
     finally:
         s.close()
 

@@ -129,7 +129,8 @@ static int open_domain(void *arg, unsigned i)
     struct rw_srv_domain *d = &srv->doms[i];
     struct rw_domain_cfg dc = {.role = RW_ROLE_SERVER, .gid_index = o->gid_index,
                                .mtu_cap = o->mtu, .io_timeout_ms = o->io_timeout_ms,
-                               .busy_poll_us = o->busy_poll_us};
+                               .busy_poll_us = o->busy_poll_us,
+                               .tls_server = rw_srv_tls_slot(srv)};
     struct rw_domain_place place;
     /* i runs over the domains of the transport in use (n_rail_addrs for
      * tcp, n_devices for verbs): the other list may be shorter. */
