@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Debian packages through CPack, one per install component:
-#   librailwire0     lib    the shared library (librailwire.so.0*)
+#   librailwire1     lib    the shared library (librailwire.so.1*)
 #   librailwire-dev  dev    headers, librailwire.so, librailwire.a, CMake and
 #                           pkg-config files
 #   railwire-tools   tools  the railwire command, the systemd unit, man pages
@@ -31,8 +31,8 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${RAILWIRE_DEB_RELEASE})
 # Runtime dependencies from the ELF files (dpkg-shlibdeps), and a shlibs
-# file so that packages built against librailwire0 depend on it.  CPack
-# gives librailwire0 a postinst/postrm that run ldconfig.
+# file so that packages built against librailwire1 depend on it.  CPack
+# gives librailwire1 a postinst/postrm that run ldconfig.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
@@ -56,6 +56,10 @@ if(RAILWIRE_HAVE_TLS)
   # ... and OpenSSL when TLS is built.
   string(APPEND _dev_depends ", libssl-dev")
 endif()
+if(RAILWIRE_HAVE_HWLOC)
+  # Likewise hwloc (NIC/GPU topology); its static link needs libudev.
+  string(APPEND _dev_depends ", libhwloc-dev, libudev-dev")
+endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME ${RAILWIRE_DEB_NAME_dev})
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ${_dev_depends})
@@ -65,7 +69,7 @@ string(CONCAT CPACK_DEBIAN_DEV_DESCRIPTION
   "and pkg-config (railwire.pc) files for building against librailwire.")
 
 # The command links the library statically (it uses internal codecs), so
-# dpkg-shlibdeps finds no need for librailwire0; the dependency keeps the
+# dpkg-shlibdeps finds no need for librailwire1; the dependency keeps the
 # command and the library on a host at one release.
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME ${RAILWIRE_DEB_NAME_tools})
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)

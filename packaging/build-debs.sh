@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds the Debian packages librailwire0, librailwire-dev and railwire-tools
+# Builds the Debian packages librailwire1, librailwire-dev and railwire-tools
 # from this source tree (docs/packages.md).
 #   usage: packaging/build-debs.sh [BUILD_DIR]      (default: build-deb)
 # The .deb files land in BUILD_DIR/packages/.  The tree is configured with

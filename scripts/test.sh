@@ -3,12 +3,14 @@
 # Builds railwire and runs every test stage; exits non-zero on any failure.
 #   1. release build, warnings as errors: unit, golden, end-to-end, install
 #      consumer suites (ctest); the verbs suites skip here without RDMA devices
+#   1b. abi: the release build's librailwire.so.1 against the committed ABI
+#      baseline (scripts/abi-check.sh, docs/abi.md)
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build: the same suites
 #      (LeakSanitizer included)
 #   3. ThreadSanitizer build: the multi-threaded railset suite (tests/threads)
 #   4. libFuzzer harnesses, briefly (tests/fuzz/run.sh --seconds N for longer)
 #   5. the verbs suite and benchmark inside a soft-RoCE (rdma_rxe) VM
-# Skip stages with RAILWIRE_SKIP=asan,tsan,fuzz,vm (comma list) for a quick local run.
+# Skip stages with RAILWIRE_SKIP=abi,asan,tsan,fuzz,vm (comma list) for a quick local run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh || exit 1
@@ -34,6 +36,11 @@ build_and_test() {  # build_and_test DIR CMAKE_ARGS...
     ctest --test-dir "$dir" --output-on-failure --timeout 900
 }
 stage release build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The shared library against the committed ABI baseline (abidiff; the
+# release build's flags are the baseline's, so this only relinks if needed).
+case $skip in *,abi,*) ;; *)
+  stage abi bash scripts/abi-check.sh build ;;
+esac
 sanitizer_stage() {
   rm -rf "$san_logs" && mkdir -p "$san_logs" || return 1
   local rc=0

@@ -53,15 +53,28 @@ typedef uint64_t railwire_handle; /* names one submitted transfer; never 0 */
 #define RAILWIRE_MAX_RO_RAILS 8
 
 /* Connection options.  Initialise with railwire_railset_opts_init(), then
- * change what you need; pointers are borrowed for the call only. */
+ * change what you need; pointers are borrowed for the call only.
+ *
+ * ABI (docs/abi.md): struct_size comes first and is set by
+ * railwire_railset_opts_init() to the sizeof the caller was compiled with.
+ * The library reads only struct_size bytes; every field beyond them takes its
+ * default, so a program built against an older header keeps working with a
+ * newer library.  Fields are only ever appended. */
 typedef struct railwire_railset_opts {
-    enum railwire_dialect dialect;     /* default RO */
-    enum railwire_transport transport; /* default AUTO */
+    uint32_t struct_size;              /* sizeof(railwire_railset_opts) of the caller's
+                                          header; set by railwire_railset_opts_init() */
+    uint32_t dialect;                  /* enum railwire_dialect, default RO */
+    uint32_t transport;                /* enum railwire_transport, default AUTO */
     unsigned n_rails;                  /* RW 1..255, RO 1..8; default 1 */
-    /* tcp: per-rail local address to bind (rail i leaves by local_addrs[i]);
-     * NULL or a NULL entry = any.  verbs: per-rail device "dev[:port]";
-     * NULL = RAILWIRE_DEVICES or every active port, rail i on port i mod n. */
+    /* tcp: local addresses to bind (rail i leaves by local_addrs[i mod
+     * n_local_addrs]); NULL (n_local_addrs 0) or a NULL entry = any.  verbs:
+     * devices "dev[:port]" (rail i on devices[i mod n_devices]); NULL
+     * (n_devices 0) = RAILWIRE_DEVICES or every active port, rail i on port
+     * i mod n.  A count is 0 exactly when its array is NULL, and at most
+     * n_rails. */
     const char *const *local_addrs;
+    unsigned n_local_addrs;
+    unsigned n_devices;
     const char *const *devices;
     int gid_index;                     /* verbs: -1 = choose (default) */
     unsigned mtu;                      /* verbs: path MTU cap, 0 = 4096 */
@@ -103,6 +116,9 @@ typedef struct railwire_railset_opts {
                                           is not reopened until something completes, so a
                                           stalled server never keeps it spinning.  0 =
                                           default (50), -1 = sleep at once, at most 1000000 */
+    uint32_t reserved0;                /* 0 (makes the tail padding a field: a member
+                                          appended later starts past every byte an
+                                          older caller's struct_size covers) */
     /* TLS 1.3 on the control connection and on every tcp rail
      * (include/railwire/tls.h); NULL = plain.  One set of credentials is
      * built at connect and used for every rail and every heal (each
@@ -110,8 +126,20 @@ typedef struct railwire_railset_opts {
     const struct railwire_tls_opts *tls;
 } railwire_railset_opts;
 
-/* Fills *o with the defaults. */
-RAILWIRE_API void railwire_railset_opts_init(railwire_railset_opts *o);
+/* The smallest struct_size accepted: the fields up to and including n_rails
+ * (railwire_railset_opts of 1.0 is larger; see docs/abi.md). */
+#define RAILWIRE_RAILSET_OPTS_MIN_SIZE 16u
+
+/* Fills the first `size` bytes of *o with the defaults and sets
+ * o->struct_size = size; writes no byte past `size`.  Returns 0, or
+ * RAILWIRE_E_INVALID (NULL o, size below RAILWIRE_RAILSET_OPTS_MIN_SIZE or
+ * above 4 GiB).  Call it through railwire_railset_opts_init(). */
+RAILWIRE_API int railwire_railset_opts_init_sized(railwire_railset_opts *o, size_t size);
+
+/* Fills *o with the defaults (and o->struct_size with sizeof *o, the size of
+ * the caller's header); evaluates to railwire_railset_opts_init_sized()'s
+ * result. */
+#define railwire_railset_opts_init(o) railwire_railset_opts_init_sized((o), sizeof(*(o)))
 
 /* Connects to `host`:`port` (IPv4, IPv6 or a name), runs the handshake and
  * brings up every rail, or fails as a whole with the reason logged:
@@ -149,20 +177,36 @@ enum railwire_opcode { RAILWIRE_OP_READ = 0, RAILWIRE_OP_WRITE = 1 };
 
 /* One transfer: `length` bytes between local [local, local+length) (inside
  * `mr`) and the remote range at `remote_offset` from the base of `layer`
- * (RO) or of the arena (RW, layer ignored). */
+ * (RO) or of the arena (RW, layer ignored).
+ *
+ * ABI (docs/abi.md): this struct has one size for every 1.x release (64
+ * bytes on LP64): it has no struct_size and the submit calls take no
+ * element size, so the hot path pays nothing for growth.  Growth goes into
+ * `reserved`; a later release gives a reserved field its meaning only
+ * together with a bit in `flags`, and the library checks `flags`, so a
+ * field it does not know is never silently dropped.  Zero the whole struct
+ * (an initialiser such as `railwire_op op = {.opcode = ...}` does) and leave
+ * flags and reserved at 0. */
 typedef struct railwire_op {
-    enum railwire_opcode opcode;
+    uint32_t opcode;        /* enum railwire_opcode */
+    uint32_t flags;         /* none defined in 1.0: must be 0 (else RAILWIRE_E_INVALID) */
     railwire_mr *mr;
     void *local;
     size_t length;          /* >= 1 */
-    uint32_t layer;
     uint64_t remote_offset;
     uint64_t user_data;     /* returned in the completion */
+    uint32_t layer;
+    uint32_t timeout_ms;    /* per-transfer deadline, 0 = none (the railset's
+                               op_timeout_ms still bounds each slice).  Not
+                               supported yet: a nonzero value fails with
+                               RAILWIRE_E_INVALID */
+    uint64_t reserved[1];   /* room for growth: leave 0; read only when a flag says so */
 } railwire_op;
 
 /* Submits one transfer.  Returns 0 and sets *handle, or an error and
- * nothing was submitted: RAILWIRE_E_INVALID (length 0, local range outside
- * mr, remote offset + length overflowing), RAILWIRE_E_REMOTE_ACCESS (RO:
+ * nothing was submitted: RAILWIRE_E_INVALID (unknown opcode or flags, a
+ * nonzero timeout_ms, length 0, local range outside mr, remote offset +
+ * length overflowing), RAILWIRE_E_REMOTE_ACCESS (RO:
  * no such layer), RAILWIRE_E_ALL_RAILS_DOWN.  Never blocks on the network:
  * what does not fit the rails' queues waits in order inside the railset.
  * The local buffer must stay untouched until the transfer completes. */
@@ -175,12 +219,23 @@ RAILWIRE_API int railwire_submit_batch(railwire_railset *rs, const railwire_op *
                                        railwire_handle *handles);
 
 /* A finished transfer.  status is 0 only if every byte moved; otherwise an
- * error such as RAILWIRE_E_REMOTE_ACCESS or RAILWIRE_E_ALL_RAILS_DOWN. */
+ * error such as RAILWIRE_E_REMOTE_ACCESS or RAILWIRE_E_ALL_RAILS_DOWN.
+ *
+ * ABI (docs/abi.md): one size for every 1.x release (64 bytes), no element
+ * size argument to poll or wait.  The library writes every byte of each
+ * completion it returns (flags and reserved as 0 in 1.0); a later release
+ * that fills a reserved field says so with a bit in `flags`. */
 typedef struct railwire_completion {
     railwire_handle handle;
     uint64_t user_data;
-    int status;
-    size_t length;
+    int32_t status;
+    uint32_t flags;         /* none defined in 1.0: 0 */
+    size_t length;          /* the transfer's length */
+    uint64_t bytes_moved;   /* bytes known to have reached their destination:
+                               `length` when status is 0; otherwise the bytes of
+                               the slices that completed (a lower bound: a slice
+                               that failed may have moved part of its bytes) */
+    uint64_t reserved[3];   /* room for growth: 0 in 1.0 */
 } railwire_completion;
 
 /* Makes progress and returns up to `max` finished transfers without
@@ -206,10 +261,11 @@ RAILWIRE_API int railwire_write(railwire_railset *rs, railwire_mr *mr, const voi
 
 enum railwire_rail_state { RAILWIRE_RAIL_UP = 0, RAILWIRE_RAIL_DOWN = 1 };
 
-/* Per-rail counters. */
+/* Per-rail counters.  Fields may be appended in later versions, never
+ * reordered: railwire_railset_stats() takes the caller's sizeof. */
 typedef struct railwire_rail_stats {
     unsigned index;
-    enum railwire_rail_state state;
+    uint32_t state;         /* enum railwire_rail_state */
     char name[64];          /* local domain, e.g. "tcp:10.0.0.1" or "mlx5_0:1" */
     double gbps;            /* striping weight */
     uint64_t bytes_read;
@@ -228,8 +284,17 @@ typedef struct railwire_rail_stats {
                                end is logged and the rail keeps working */
 } railwire_rail_stats;
 
-/* Copies the stats of up to `max` rails into out; returns the rail count. */
-RAILWIRE_API int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out, unsigned max);
+/* The smallest elem_size railwire_railset_stats() accepts (index and state). */
+#define RAILWIRE_RAIL_STATS_MIN_SIZE 8u
+
+/* Copies the stats of up to `max` rails into out, an array of `max`
+ * elements of elem_size bytes each (pass sizeof *out): each element gets the
+ * first elem_size bytes of the library's record (zeros beyond the fields the
+ * library knows), and no byte past max * elem_size is written.  Returns the
+ * rail count, or RAILWIRE_E_INVALID (NULL rs, NULL out with max > 0,
+ * elem_size below RAILWIRE_RAIL_STATS_MIN_SIZE). */
+RAILWIRE_API int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out,
+                                        unsigned max, size_t elem_size);
 
 /* Renders the railset's stats (railwire_railset_stats) in the Prometheus
  * text exposition format (version 0.0.4; families and labels in

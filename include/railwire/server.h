@@ -58,10 +58,17 @@ typedef struct railwire_region {
 
 /* Server options.  Initialise with railwire_server_opts_init(); pointers are
  * borrowed for railwire_server_create() only, except the memory they
- * describe, which must outlive the server. */
+ * describe, which must outlive the server.
+ *
+ * ABI (docs/abi.md): struct_size comes first and is set by
+ * railwire_server_opts_init() to the sizeof the caller was compiled with.
+ * The library reads only struct_size bytes; every field beyond them takes
+ * its default.  Fields are only ever appended. */
 typedef struct railwire_server_opts {
-    enum railwire_dialect dialect;     /* default RO */
-    enum railwire_transport transport; /* default AUTO */
+    uint32_t struct_size;              /* sizeof(railwire_server_opts) of the caller's
+                                          header; set by railwire_server_opts_init() */
+    uint32_t dialect;                  /* enum railwire_dialect, default RO */
+    uint32_t transport;                /* enum railwire_transport, default AUTO */
     const char *listen_host;           /* control address, default "0.0.0.0" (every address) */
     const char *listen_port;           /* default "0": ephemeral, see railwire_server_port() */
     /* Several control addresses (e.g. one per NIC, so a client that lost
@@ -139,7 +146,8 @@ typedef struct railwire_server_opts {
 /* Counters of one server, filled by railwire_server_stats() (a struct tag,
  * not a typedef, like struct stat and stat()).  Gauges say what is now;
  * every other field counts events since create.  Fields may be appended in
- * later versions, never reordered. */
+ * later versions, never reordered: railwire_server_stats() takes the
+ * caller's sizeof. */
 struct railwire_server_stats {
     /* Gauges. */
     uint64_t sessions_live;      /* handshake complete and not released (lingering included) */
@@ -234,8 +242,20 @@ struct railwire_server_stats {
     uint64_t tls_at_plain;         /* plain listener: clients that spoke TLS */
 };
 
-/* Fills *o with the defaults. */
-RAILWIRE_API void railwire_server_opts_init(railwire_server_opts *o);
+/* The smallest struct_size accepted: the fields up to and including the RW
+ * arena (railwire_server_opts of 1.0 is larger; see docs/abi.md). */
+#define RAILWIRE_SERVER_OPTS_MIN_SIZE 120u
+
+/* Fills the first `size` bytes of *o with the defaults and sets
+ * o->struct_size = size; writes no byte past `size`.  Returns 0, or
+ * RAILWIRE_E_INVALID (NULL o, size below RAILWIRE_SERVER_OPTS_MIN_SIZE or
+ * above 4 GiB).  Call it through railwire_server_opts_init(). */
+RAILWIRE_API int railwire_server_opts_init_sized(railwire_server_opts *o, size_t size);
+
+/* Fills *o with the defaults (and o->struct_size with sizeof *o, the size of
+ * the caller's header); evaluates to railwire_server_opts_init_sized()'s
+ * result. */
+#define railwire_server_opts_init(o) railwire_server_opts_init_sized((o), sizeof(*(o)))
 
 /* Registers the memory (once per domain), binds the listening port and
  * starts serving in one background thread (the event loop).  Returns 0,
@@ -253,11 +273,17 @@ RAILWIRE_API unsigned railwire_server_port(const railwire_server *srv);
  * railwire_server_stats() for them).  0 for NULL. */
 RAILWIRE_API unsigned railwire_server_sessions(const railwire_server *srv);
 
+/* The smallest size railwire_server_stats() accepts (sessions_live). */
+#define RAILWIRE_SERVER_STATS_MIN_SIZE 8u
+
 /* Copies a consistent snapshot of the server's counters into *out (owned by
- * the caller).  Returns 0, or RAILWIRE_E_INVALID for a NULL argument.
- * Thread-safe; never blocks on the network. */
+ * the caller), `size` bytes of it (pass sizeof *out): the first `size`
+ * bytes of the library's record, zeros beyond the fields the library knows,
+ * and no byte past `size`.  Returns 0, or RAILWIRE_E_INVALID for a NULL
+ * argument or a size below RAILWIRE_SERVER_STATS_MIN_SIZE.  Thread-safe;
+ * never blocks on the network. */
 RAILWIRE_API int railwire_server_stats(const railwire_server *srv,
-                                       struct railwire_server_stats *out);
+                                       struct railwire_server_stats *out, size_t size);
 
 /* Renders one railwire_server_stats() snapshot in the Prometheus text
  * exposition format (version 0.0.4; every family and label is in

@@ -46,7 +46,7 @@ strerror = _railwire.strerror
 error_class = _railwire.error_class
 set_log_level = _railwire.set_log_level
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 
 def _optional_positive(v, what):

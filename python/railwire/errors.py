@@ -74,6 +74,9 @@ Closed = _define("Closed", "CLOSED", "The object was closed (or closed while the
 ProtocolError = _define("ProtocolError", "PROTOCOL", "The peer sent bytes this side cannot accept.")
 SystemCallFailed = _define("SystemCallFailed", "SYSTEM",
                            "An OS call failed (the log names which and errno).")
+TLSError = _define("TLSError", "TLS",
+                   "TLS failed: the handshake, the credentials or a bad record (the log says "
+                   "what to check).")
 
 #: RAILWIRE_E_* value -> exception class
 BY_CODE = {}

@@ -35,6 +35,7 @@ static const struct {
     {"E_CLOSED", RAILWIRE_E_CLOSED},
     {"E_PROTOCOL", RAILWIRE_E_PROTOCOL},
     {"E_SYSTEM", RAILWIRE_E_SYSTEM},
+    {"E_TLS", RAILWIRE_E_TLS},
 };
 
 static PyObject *m_strerror(PyObject *self, PyObject *arg)

@@ -72,11 +72,13 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
         return NULL;
     }
     railwire_railset_opts_init(&o);
-    o.dialect = (enum railwire_dialect)dialect;
-    o.transport = (enum railwire_transport)transport;
+    o.dialect = (uint32_t)dialect;
+    o.transport = (uint32_t)transport;
     o.n_rails = rails;
     o.local_addrs = keep_l ? local_v : NULL;
+    o.n_local_addrs = keep_l ? rails : 0;
     o.devices = keep_d ? dev_v : NULL;
+    o.n_devices = keep_d ? rails : 0;
     o.slice_size = (size_t)slice;
     o.queue_depth = queue_depth;
     o.connect_timeout_ms = cto;
@@ -195,7 +197,7 @@ static PyObject *railset_stats(rwpy_railset *self, PyObject *noargs)
     memset(st, 0, sizeof(st));
     Py_BEGIN_ALLOW_THREADS
     rwpy_rslock_acquire(&self->lock);
-    n = self->rs ? railwire_railset_stats(self->rs, st, RAILWIRE_MAX_RAILS) : RAILWIRE_E_CLOSED;
+    n = self->rs ? railwire_railset_stats(self->rs, st, RAILWIRE_MAX_RAILS, sizeof(*st)) : RAILWIRE_E_CLOSED;
     rwpy_rslock_release(&self->lock);
     Py_END_ALLOW_THREADS
     if (n < 0)

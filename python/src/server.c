@@ -144,8 +144,8 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
         rwpy_raise(RAILWIRE_E_INVALID, "unknown dialect %d", dialect);
         goto fail;
     }
-    o.dialect = (enum railwire_dialect)dialect;
-    o.transport = (enum railwire_transport)transport;
+    o.dialect = (uint32_t)dialect;
+    o.transport = (uint32_t)transport;
     o.listen_host = host;
     o.listen_port = port;
     o.rail_addrs = o.n_rail_addrs ? addr_v : NULL;

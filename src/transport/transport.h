@@ -21,6 +21,7 @@
 #include <railwire/error.h>
 #include <railwire/types.h>
 
+#include "gpu/mem_desc.h"
 #include "wire/wire.h"
 
 #define rw_container_of(ptr, type, member) \
@@ -100,6 +101,11 @@ struct rw_mr {
     uint32_t rkey;
     uint64_t remote_base;   /* base_addr to advertise; the peer addresses byte
                                i of the region as remote_base + i */
+    /* What the memory is and how the transport reached it, for stats and
+     * logs: mem_kind RAILWIRE_MEM_*, mem_path enum rw_mem_path (names:
+     * rw_mem_kind_name, rw_mem_path_name).  mr_reg leaves both 0 (host). */
+    uint8_t mem_kind;
+    uint8_t mem_path;
 };
 
 /* Options for one endpoint. */
@@ -262,6 +268,18 @@ struct rw_transport_ops {
      * fills *out with what it has served.  Thread-safe; never blocks.
      * Returns 0. */
     int (*domain_served)(struct rw_domain *dom, struct rw_served *out);
+
+    /* Optional (NULL: the transport registers host memory only, through
+     * mr_reg).  Registers the memory `mem` describes (checked by
+     * rw_mem_normalise) with RW_ACCESS_* `access`, and says in
+     * (*out)->mem_kind / mem_path what it is and how it was reached.  verbs:
+     * HOST as mr_reg; CUDA exported as a DMA-BUF and ibv_reg_dmabuf_mr,
+     * else ibv_reg_mr on the device pointer (nvidia-peermem); DMABUF with
+     * ibv_reg_dmabuf_mr.  The caller keeps the memory and any fd; release
+     * with mr_dereg.  Returns 0 or an error (logged, naming each attempt and
+     * what to check). */
+    int (*mr_reg_mem)(struct rw_domain *dom, const struct rw_mem *mem, int access,
+                      struct rw_mr **out);
 };
 
 /* The built-in transports.  rw_verbs_ops exists only when RAILWIRE_HAVE_VERBS. */

@@ -20,7 +20,7 @@
 #include "verbs/verbs.h"
 #include "verbs/verbs_int.h"
 
-static int ibv_access(int access)
+int rw_vmr_access(int access)
 {
     int a = 0;
     /* READ results land in local memory; the RW arena takes WRITEs.  RO layers
@@ -51,7 +51,7 @@ static uint64_t ent_iova(const struct rw_vmr_ent *e)
 
 /* A random iova for a remotely accessible region at addr, or addr itself
  * (local regions, or no randomness available). */
-static uint64_t pick_iova(void *addr, int access)
+uint64_t rw_vmr_pick_iova(void *addr, int access)
 {
     uint64_t va = (uint64_t)(uintptr_t)addr, r = 0;
     if (!(access & (RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE)))
@@ -70,8 +70,8 @@ static uint64_t pick_iova(void *addr, int access)
 static struct ibv_mr *reg_at_iova(struct rw_vdev *d, void *addr, size_t len, int access,
                                   uint64_t *iova)
 {
-    int flags = ibv_access(access);
-    *iova = pick_iova(addr, access);
+    int flags = rw_vmr_access(access);
+    *iova = rw_vmr_pick_iova(addr, access);
     if (*iova == (uint64_t)(uintptr_t)addr)
         return ibv_reg_mr(d->pd, addr, len, flags);
     struct ibv_mr *mr = ibv_reg_mr_iova2(d->pd, addr, len, *iova, (unsigned)flags);
@@ -192,6 +192,15 @@ void rw_vmr_dereg(struct rw_mr *mr)
     if (!mr)
         return;
     struct rw_vmr *m = rw_container_of(mr, struct rw_vmr, base);
+    if (m->direct) {
+        int rc = ibv_dereg_mr(m->direct);
+        if (rc)
+            rw_warn("verbs: ibv_dereg_mr(%s, %s memory) failed (errno %d)", m->dev->name,
+                    rw_mem_kind_name(mr->mem_kind), rw_verbs_errno(rc, errno));
+        rw_vdev_put(m->dev);
+        free(m);
+        return;
+    }
     cache_put(m->dev, m->ent);
     rw_vdev_put(m->dev);
     free(m);

@@ -21,4 +21,5 @@ const struct rw_transport_ops rw_verbs_ops = {
     .ep_destroy = rw_vep_destroy,
     .mr_reg_multi = rw_vmr_reg_multi,
     .ep_check = rw_vep_check,
+    .mr_reg_mem = rw_vmr_reg_mem,
 };

@@ -70,7 +70,9 @@ struct rw_vdom {
 struct rw_vmr {
     struct rw_mr base;
     struct rw_vdev *dev;
-    struct rw_vmr_ent *ent;
+    struct rw_vmr_ent *ent;    /* a cached host registration, or NULL ... */
+    struct ibv_mr *direct;     /* ... one of device memory or a DMA-BUF, owned
+                                  here (mr_mem.c; not cached) */
 };
 
 /* One posted work request as the ep remembers it until it is reported. */
@@ -122,6 +124,14 @@ int rw_vmr_reg(struct rw_domain *dom, void *addr, size_t len, int access, struct
 void rw_vmr_dereg(struct rw_mr *mr);
 int rw_vmr_reg_multi(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
                      struct rw_mr **out);
+/* Memory descriptors (mr_mem.c): see rw_transport_ops.mr_reg_mem. */
+int rw_vmr_reg_mem(struct rw_domain *dom, const struct rw_mem *mem, int access,
+                   struct rw_mr **out);
+/* IBV_ACCESS_* flags for RW_ACCESS_* bits (mr.c). */
+int rw_vmr_access(int access);
+/* The iova to register a region at: random for remotely accessible regions
+ * (keeping the offset within a 2 MiB page), else addr (mr.c). */
+uint64_t rw_vmr_pick_iova(void *addr, int access);
 int rw_vep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_ep **out);
 int rw_vep_connect(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
 int rw_vep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n);

@@ -14,9 +14,9 @@ for f in "$prefix/include/railwire.h" "$libdir/librailwire.a" "$libdir/pkgconfig
   [ -e "$f" ] || { echo "FAIL: $f was not installed"; exit 1; }
 done
 soname=$(objdump -p "$libdir/librailwire.so" | awk '/SONAME/ {print $2}')
-[ "$soname" = librailwire.so.0 ] || { echo "FAIL: SONAME is '$soname', want librailwire.so.0"; exit 1; }
+[ "$soname" = librailwire.so.1 ] || { echo "FAIL: SONAME is '$soname', want librailwire.so.1"; exit 1; }
 # Only the public railwire_* API may leave the shared library.
-leaked=$(nm -D --defined-only "$libdir/librailwire.so" | awk '{print $3}' | grep -v '^railwire_' | grep -v '^RAILWIRE_0$' || true)
+leaked=$(nm -D --defined-only "$libdir/librailwire.so" | awk '{print $3}' | grep -v '^railwire_' | grep -v '^RAILWIRE_1\.0$' || true)
 if [ -n "$leaked" ]; then echo "FAIL: internal symbols exported:"; echo "$leaked"; exit 1; fi
 
 echo "== consumer via find_package(railwire CONFIG)"
@@ -27,7 +27,7 @@ LD_LIBRARY_PATH="$libdir" "$work/cmake-build/consumer"
 # (ldd's output is captured first: `ldd | grep -q` under pipefail fails when
 # grep exits early and ldd gets SIGPIPE.)
 deps=$(ldd "$work/cmake-build/consumer")
-grep -q "librailwire.so.0 => $libdir" <<< "$deps" \
+grep -q "librailwire.so.1 => $libdir" <<< "$deps" \
   || { echo "FAIL: consumer is not linked against the installed librailwire.so:"; echo "$deps"; exit 1; }
 
 echo "== consumer via pkg-config"

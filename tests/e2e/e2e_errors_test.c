@@ -318,7 +318,7 @@ Test(errors, all_rails_dead_fails_every_transfer, .timeout = 120)
         cr_expect_neq(rc, RAILWIRE_E_TIMEOUT, "a transfer hung with every rail dead");
     }
     railwire_rail_stats rst[2];
-    cr_assert_eq(railwire_railset_stats(rs, rst, 2), 2);
+    cr_assert_eq(railwire_railset_stats(rs, rst, 2, sizeof(*rst)), 2);
     cr_expect_eq(rst[0].state, RAILWIRE_RAIL_DOWN);
     cr_expect_eq(rst[1].state, RAILWIRE_RAIL_DOWN);
     railwire_railset_close(rs);

@@ -141,7 +141,7 @@ static void random_rw(unsigned rails)
             check_same(local + loff[i], s.mem + roff[i], sizes[i], "READ", 0, roff[i]);
     }
     railwire_rail_stats st[RAILWIRE_MAX_RAILS];
-    cr_assert_eq(railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS), (int)rails);
+    cr_assert_eq(railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS, sizeof(*st)), (int)rails);
     for (unsigned r = 0; r < rails; r++)
         cr_assert_eq(st[r].state, RAILWIRE_RAIL_UP, "rail %u went down", r);
     railwire_railset_close(rs);
@@ -216,7 +216,7 @@ Test(transfer, striping_uses_every_rail, .timeout = 120)
     cr_assert_eq(railwire_mr_register(rs, local, arena, &mr), 0);
     cr_assert_eq(e2e_transfer(rs, RAILWIRE_OP_READ, mr, local, arena, 0, 0, TIMEOUT_MS), 0);
     check_same(local, s.mem, arena, "READ", 0, 0);
-    cr_assert_eq(railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS), 4);
+    cr_assert_eq(railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS, sizeof(*st)), 4);
     for (unsigned r = 0; r < 4; r++)
         cr_assert_gt(st[r].bytes_read, 0, "rail %u carried nothing of a 16 MiB READ", r);
     railwire_railset_close(rs);

@@ -244,7 +244,7 @@ static int run_async(unsigned threads, int kill_at)
         for (int64_t end = rw_now_ms() + 10000; rw_now_ms() < end;) {
             railwire_completion x;
             railwire_poll(rs, &x, 0);
-            railwire_railset_stats(rs, st, 2);
+            railwire_railset_stats(rs, st, 2, sizeof(*st));
             if (st[1].state == RAILWIRE_RAIL_UP && st[1].heals)
                 break;
             usleep(10000);

@@ -61,6 +61,7 @@ void rt_up(struct rt_env *e, enum railwire_dialect dialect, unsigned n_rails, si
     for (unsigned i = 0; i < n_rails; i++)
         e->dev_ptrs[i] = e->devs_a[i % na];
     ro.devices = e->dev_ptrs;
+    ro.n_devices = n_rails;
     ro.gid_index = vt_gid_index();
     if (op_timeout_ms)
         ro.op_timeout_ms = op_timeout_ms;

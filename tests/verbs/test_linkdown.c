@@ -107,7 +107,7 @@ Test(verbs_linkdown, rail_link_down_mid_run_loses_nothing)
     cr_assert(memcmp(e.mem + half, local + half, half) == 0, "READs: the bytes differ");
 
     railwire_rail_stats rs[2];
-    cr_assert_eq(railwire_railset_stats(e.rs, rs, 2), 2);
+    cr_assert_eq(railwire_railset_stats(e.rs, rs, 2, sizeof(*rs)), 2);
     cr_log_info("after %s down: rail %u %s (%s), reissued %llu; rail %u %s; all done %lld ms "
                 "after the link went down", netdev, dead,
                 rs[dead].state == RAILWIRE_RAIL_DOWN ? "DOWN" : "UP",
@@ -136,7 +136,7 @@ Test(verbs_linkdown, rail_link_down_mid_run_loses_nothing)
         memset(local + half, 0, chunk);
         cr_assert_eq(railwire_read(e.rs, mr, local + half, chunk, 0, half, 30000), 0);
         cr_assert(memcmp(e.mem + half, local + half, chunk) == 0);
-        cr_assert_eq(railwire_railset_stats(e.rs, rs, 2), 2);
+        cr_assert_eq(railwire_railset_stats(e.rs, rs, 2, sizeof(*rs)), 2);
         back = rs[dead].state == RAILWIRE_RAIL_UP;
     }
     cr_assert(back, "rail %u did not come back within 120 s of %s going up", dead, netdev);
@@ -149,7 +149,7 @@ Test(verbs_linkdown, rail_link_down_mid_run_loses_nothing)
         cr_assert_eq(railwire_read(e.rs, mr, local + half, half, 0, half, 60000), 0);
         cr_assert(memcmp(e.mem + half, local + half, half) == 0, "READ after the heal differs");
     }
-    cr_assert_eq(railwire_railset_stats(e.rs, rs, 2), 2);
+    cr_assert_eq(railwire_railset_stats(e.rs, rs, 2, sizeof(*rs)), 2);
     cr_assert_gt(rs[dead].bytes_read + rs[dead].bytes_written, before,
                  "the healed rail carries no data");
     railwire_mr_deregister(mr);

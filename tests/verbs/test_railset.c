@@ -76,7 +76,7 @@ static void random_transfers(unsigned n_rails, enum railwire_opcode op, unsigned
                   (unsigned long long)ops[i].remote_offset, n_rails);
     }
     railwire_rail_stats stats[8];
-    int nr = railwire_railset_stats(e.rs, stats, 8);
+    int nr = railwire_railset_stats(e.rs, stats, 8, sizeof(*stats));
     cr_assert_eq(nr, (int)n_rails);
     uint64_t moved = 0;
     for (int r = 0; r < nr; r++) {
@@ -116,7 +116,7 @@ Test(verbs_railset, large_transfer_uses_every_rail)
     cr_assert_eq(railwire_read(e.rs, mr, local, len, 0, 4096, 60000), 0);
     cr_assert(memcmp(local, e.mem + 4096, len) == 0);
     railwire_rail_stats st[2];
-    cr_assert_eq(railwire_railset_stats(e.rs, st, 2), 2);
+    cr_assert_eq(railwire_railset_stats(e.rs, st, 2, sizeof(*st)), 2);
     cr_assert_gt(st[0].bytes_read, 0, "rail 0 carried nothing");
     cr_assert_gt(st[1].bytes_read, 0, "rail 1 carried nothing");
     railwire_mr_deregister(mr);
@@ -188,7 +188,7 @@ Test(verbs_railset, one_rail_qp_in_error_mid_run_loses_nothing)
                      railwire_strerror(c[j].status));
     cr_assert(memcmp(local, e.mem, N * chunk) == 0, "the bytes differ after the heal");
     railwire_rail_stats st;
-    cr_assert_eq(railwire_railset_stats(e.rs, &st, 1), 1);
+    cr_assert_eq(railwire_railset_stats(e.rs, &st, 1, sizeof(st)), 1);
     cr_assert_eq(st.state, RAILWIRE_RAIL_UP);
     cr_assert_geq(st.heals, 1, "the rail never went down and healed");
     cr_log_info("QP in ERR: %llu heal(s), session %u, %llu slice(s) re-issued",

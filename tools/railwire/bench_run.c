@@ -63,7 +63,7 @@ static void check_slot(struct bench_run *b, const uint8_t *data, uint64_t size, 
 static void rail_bytes(railwire_railset *rs, uint64_t *out)
 {
     railwire_rail_stats *st = calloc(RAILWIRE_MAX_RAILS, sizeof(*st));
-    int n = st ? railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS) : 0;
+    int n = st ? railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS, sizeof(*st)) : 0;
 
     memset(out, 0, RAILWIRE_MAX_RAILS * sizeof(*out));
     for (int i = 0; i < n && i < RAILWIRE_MAX_RAILS; i++)

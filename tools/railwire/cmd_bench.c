@@ -426,10 +426,14 @@ int cmd_bench(int argc, char **argv)
         local_addrs[i] = b.n_local ? b.local[i % b.n_local] : NULL;
         devices[i] = b.n_dev ? b.dev[i % b.n_dev] : NULL;
     }
-    if (b.n_local)
+    if (b.n_local) {
         o.local_addrs = local_addrs;
-    if (b.n_dev)
+        o.n_local_addrs = b.rails;
+    }
+    if (b.n_dev) {
         o.devices = devices;
+        o.n_devices = b.rails;
+    }
     o.slice_size = (size_t)b.slice;
     if (b.rail_depth)
         o.queue_depth = b.rail_depth;
@@ -510,7 +514,7 @@ int cmd_bench(int argc, char **argv)
         if (rc < 0)
             break;
     }
-    sum->n_rail = (unsigned)railwire_railset_stats(rs, sum->rail, RAILWIRE_MAX_RAILS);
+    sum->n_rail = (unsigned)railwire_railset_stats(rs, sum->rail, RAILWIRE_MAX_RAILS, sizeof(*sum->rail));
     sum->verify = !b.verify ? "off" : run.mismatch ? "mismatch" : "ok";
     sum->failed = run.failed;
     snprintf(sum->first_error, sizeof(sum->first_error), "%s", run.first_error);

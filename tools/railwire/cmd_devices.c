@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "gpu/topology.h"
 
 #if RAILWIRE_HAVE_VERBS
 #include <railwire/error.h>
@@ -25,7 +26,9 @@ static const char usage[] =
     "railwire would use and why (RoCE v2 IPv4-mapped first, then RoCE v2 global IPv6,\n"
     "then any other usable entry; empty and link-local entries are skipped).\n"
     "\n"
-    "  --json          one JSON object on stdout: {\"devices\": [...]}\n"
+    "  --json          one JSON object on stdout: {\"devices\": [...], \"topology\": {...}}:\n"
+    "                  topology gives each NIC's NUMA node, PCIe path and distance to\n"
+    "                  each GPU (hwloc; RAILWIRE_HWLOC_XML reads a saved machine instead)\n"
     "  --gid-index N   show the choice with index N forced (as the gid_index option)\n"
     "\n"
     "Environment: RAILWIRE_GID_INDEX (forces the index), RAILWIRE_MTU (path MTU cap).\n"
@@ -83,7 +86,7 @@ static void print_json(const struct rw_vdev_info *devs, size_t n)
         }
         printf("]}");
     }
-    printf("]}\n");
+    printf("]");
 }
 
 static void print_text(const struct rw_vdev_info *devs, size_t n)
@@ -123,6 +126,20 @@ static void print_text(const struct rw_vdev_info *devs, size_t n)
 }
 #endif
 
+/* Ends the JSON object with the NIC/GPU topology (null when hwloc cannot
+ * read it; the reason went to stderr). */
+static void end_json_with_topology(void)
+{
+    struct rw_topo t;
+    char *j = NULL;
+    if (rw_topo_load(NULL, &t) == 0) {
+        j = rw_topo_json(&t);
+        rw_topo_free(&t);
+    }
+    printf(", \"topology\": %s}\n", j ? j : "null");
+    free(j);
+}
+
 int cmd_devices(int argc, char **argv)
 {
     int json = 0, gid_index = -1;
@@ -151,9 +168,10 @@ int cmd_devices(int argc, char **argv)
     size_t n = 0;
     int rc = rw_verbs_inventory(gid_index, &devs, &n);
     if (rc == RAILWIRE_E_NO_DEVICE || (rc == 0 && n == 0)) {
-        if (json)
-            printf("{\"devices\": []}\n");
-        else
+        if (json) {
+            printf("{\"devices\": []");
+            end_json_with_topology();
+        } else
             printf("no RDMA devices: libibverbs sees none%s.\n"
                    "railwire will use the tcp transport. To use verbs, load the NIC's driver, or\n"
                    "create a soft-RoCE device: `rdma link add rxe0 type rxe netdev eth0`.\n",
@@ -165,17 +183,19 @@ int cmd_devices(int argc, char **argv)
                 railwire_strerror(rc));
         return 1;
     }
-    if (json)
+    if (json) {
         print_json(devs, n);
-    else
+        end_json_with_topology();
+    } else
         print_text(devs, n);
     rw_verbs_inventory_free(devs, n);
     return 0;
 #else
     (void)gid_index;
-    if (json)
-        printf("{\"devices\": [], \"verbs\": false}\n");
-    else
+    if (json) {
+        printf("{\"devices\": [], \"verbs\": false");
+        end_json_with_topology();
+    } else
         printf("no RDMA devices: this railwire was built without verbs support "
                "(libibverbs-dev was missing); it uses the tcp transport.\n");
     return 0;

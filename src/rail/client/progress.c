@@ -19,6 +19,9 @@
 #include "rail/client/heal.h"
 #include "rail/client/railset_internal.h"
 
+/* rw_slice.rail of a slice that finished with an error. */
+#define RW_SLICE_FAILED (-2)
+
 #define RW_POLL_BATCH 64
 /* How often the control connections are checked and the transport is asked
  * for out-of-band death signals (ep_check). */
@@ -29,10 +32,9 @@
 
 /* rw_xfer_free and the completion of a transfer, inline in this file's hot
  * paths (deliver, rw_slice_finish); the exported rw_xfer_free serves the rest. */
-static inline void xfer_free(railwire_railset *rs, struct rw_xfer *x)
+/* Frees x's slices and returns x to the pool (or frees it). */
+static inline void xfer_recycle(railwire_railset *rs, struct rw_xfer *x)
 {
-    if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
-        x->op.mr->users--; /* never completed: drop its use here */
     if (x->slices != &x->one)
         free(x->slices);
     if (rs->n_pool < RW_XFER_POOL_MAX) {
@@ -42,6 +44,13 @@ static inline void xfer_free(railwire_railset *rs, struct rw_xfer *x)
         return;
     }
     free(x);
+}
+
+static inline void xfer_free(railwire_railset *rs, struct rw_xfer *x)
+{
+    if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
+        x->op.mr->users--; /* never completed: drop its use here */
+    xfer_recycle(rs, x);
 }
 
 void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
@@ -80,8 +89,11 @@ static inline void xfer_complete(railwire_railset *rs, struct rw_xfer *x)
 void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
 {
     struct rw_xfer *x = s->xfer;
-    if (status && !x->status)
-        x->status = status;
+    if (status) {
+        if (!x->status)
+            x->status = status;
+        s->rail = RW_SLICE_FAILED; /* for the completion's bytes_moved */
+    }
     if (++x->n_done == x->n_slices)
         xfer_complete(rs, x);
 }
@@ -196,6 +208,17 @@ static void done_unlink(railwire_railset *rs, struct rw_xfer *x)
     rs->n_done--;
 }
 
+/* The bytes of a failed transfer's slices that completed (the slices that
+ * failed are marked RW_SLICE_FAILED by rw_slice_finish). */
+static __attribute__((noinline)) uint64_t bytes_moved_failed(const struct rw_xfer *x)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < x->n_slices; i++)
+        if (x->slices[i].rail != RW_SLICE_FAILED)
+            n += x->slices[i].length;
+    return n;
+}
+
 static int deliver(railwire_railset *rs, railwire_completion *out, int max)
 {
     int n = 0;
@@ -205,11 +228,18 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
         if (!x->sync_owned) {
             /* A synchronous helper's transfer is its own: never taken here. */
             done_unlink(rs, x);
-            out[n].handle = x->handle;
-            out[n].user_data = x->op.user_data;
-            out[n].status = x->status;
-            out[n].length = x->op.length;
-            xfer_free(rs, x);
+            /* Every byte of the completion, reserved space included. */
+            railwire_completion *c = &out[n];
+            c->handle = x->handle;
+            c->user_data = x->op.user_data;
+            c->status = x->status;
+            c->flags = 0;
+            c->length = x->op.length;
+            c->bytes_moved = x->op.length;
+            c->reserved[0] = c->reserved[1] = c->reserved[2] = 0;
+            if (__builtin_expect(c->status != 0, 0))
+                c->bytes_moved = bytes_moved_failed(x);
+            xfer_recycle(rs, x); /* on the done list: completed, its mr use dropped */
             rs->n_async--;
             rs->n_async_done--;
             n++;

@@ -10,27 +10,10 @@
 
 #include "common/busy_poll.h"
 #include "common/log.h"
+#include "common/struct_abi.h"
 #include "common/time.h"
 #include "rail/client/heal.h"
 #include "rail/client/railset_internal.h"
-
-void railwire_railset_opts_init(railwire_railset_opts *o)
-{
-    if (!o)
-        return;
-    memset(o, 0, sizeof(*o));
-    o->dialect = RAILWIRE_DIALECT_RO;
-    o->transport = RAILWIRE_TRANSPORT_AUTO;
-    o->n_rails = 1;
-    o->gid_index = -1;
-    o->connect_timeout_ms = RW_DEFAULT_CONNECT_TIMEOUT_MS;
-    o->io_timeout_ms = RW_DEFAULT_IO_TIMEOUT_MS;
-    o->op_timeout_ms = RW_DEFAULT_OP_TIMEOUT_MS;
-    o->heal = 1;
-    o->heal_backoff_min_ms = RW_DEFAULT_HEAL_BACKOFF_MIN_MS;
-    o->heal_backoff_max_ms = RW_DEFAULT_HEAL_BACKOFF_MAX_MS;
-    o->heal_stable_ms = RW_DEFAULT_HEAL_STABLE_MS;
-}
 
 void rs_lock_contended(railwire_railset *rs)
 {
@@ -370,14 +353,19 @@ const char *railwire_railset_transport(const railwire_railset *rs)
     return rs && rs->ops ? rs->ops->name : "none";
 }
 
-int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out, unsigned max)
+int railwire_railset_stats(const railwire_railset *rs, railwire_rail_stats *out, unsigned max,
+                           size_t elem_size)
 {
-    if (!rs || (!out && max))
+    if (!rs || (!out && max) || elem_size < RAILWIRE_RAIL_STATS_MIN_SIZE) {
+        rw_err("railset_stats: NULL railset or out, or element size %zu below %u: pass "
+               "sizeof *out", elem_size, RAILWIRE_RAIL_STATS_MIN_SIZE);
         return RAILWIRE_E_INVALID;
+    }
     railwire_railset *w = (railwire_railset *)(uintptr_t)rs; /* the lock is not part of the value */
     rs_lock(w);
     for (unsigned i = 0; i < rs->n_rails && i < max; i++)
-        out[i] = rs->rails[i].stats;
+        rw_struct_out((char *)out + (size_t)i * elem_size, elem_size, &rs->rails[i].stats,
+                      sizeof(rs->rails[i].stats));
     rs_unlock(w);
     return (int)rs->n_rails;
 }

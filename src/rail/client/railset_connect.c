@@ -10,14 +10,16 @@
 #include "common/log.h"
 #include "rail/client/heal.h"
 #include "rail/client/railset_internal.h"
+#include "rail/client/railset_opts.h"
 #include "rail/client/session_open.h"
 #include "transport/select.h"
 
-/* Copies a borrowed array of n strings (NULL entries kept); NULL for none
- * or when out of memory (*oom set). */
-static char **copy_strings(const char *const *v, unsigned n, int *oom)
+/* Copies a borrowed array of nv strings to n entries, entry i from
+ * v[i mod nv] (NULL entries kept); NULL for none or when out of memory
+ * (*oom set). */
+static char **copy_strings(const char *const *v, unsigned nv, unsigned n, int *oom)
 {
-    if (!v)
+    if (!v || !nv)
         return NULL;
     char **c = calloc(n, sizeof(*c));
     if (!c) {
@@ -25,7 +27,7 @@ static char **copy_strings(const char *const *v, unsigned n, int *oom)
         return NULL;
     }
     for (unsigned i = 0; i < n; i++)
-        if (v[i] && !(c[i] = strdup(v[i])))
+        if (v[i % nv] && !(c[i] = strdup(v[i % nv])))
             *oom = 1;
     return c;
 }
@@ -41,8 +43,8 @@ static int heal_cfg(struct rw_heal_cfg *c, const struct rw_transport_ops *ops, c
     c->dialect = o->dialect;
     snprintf(c->port, sizeof(c->port), "%s", port);
     c->n_rails = o->n_rails;
-    c->local_addr = copy_strings(o->local_addrs, o->n_rails, &oom);
-    c->device = copy_strings(o->devices, o->n_rails, &oom);
+    c->local_addr = copy_strings(o->local_addrs, o->n_local_addrs, o->n_rails, &oom);
+    c->device = copy_strings(o->devices, o->n_devices, o->n_rails, &oom);
     c->gid_index = o->gid_index;
     c->mtu = o->mtu;
     c->queue_depth = o->queue_depth;
@@ -92,12 +94,12 @@ static int check_opts(const char *host, const char *port, const railwire_railset
 int railwire_railset_connect(const char *host, const char *port, const railwire_railset_opts *o,
                              railwire_railset **out)
 {
-    railwire_railset_opts defaults;
-    if (!o) {
-        railwire_railset_opts_init(&defaults);
-        o = &defaults;
-    }
-    int rc = check_opts(host, port, o, out);
+    railwire_railset_opts mine; /* the caller's options read through struct_size */
+    int rc = rw_railset_opts_take(o, &mine);
+    if (rc < 0)
+        return rc;
+    o = &mine;
+    rc = check_opts(host, port, o, out);
     if (rc < 0)
         return rc;
     struct rw_session_spec sp = {
@@ -116,8 +118,8 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     if (rc < 0)
         return rc;
     for (unsigned i = 0; i < o->n_rails; i++) {
-        sp.local_addr[i] = o->local_addrs ? o->local_addrs[i] : NULL;
-        sp.device[i] = o->devices ? o->devices[i] : NULL;
+        sp.local_addr[i] = o->n_local_addrs ? o->local_addrs[i % o->n_local_addrs] : NULL;
+        sp.device[i] = o->n_devices ? o->devices[i % o->n_devices] : NULL;
     }
     struct rw_session_out so;
     rc = rw_session_open(&sp, &so);

@@ -54,7 +54,7 @@ ssize_t railwire_railset_metrics(const railwire_railset *rs, char *buf, size_t s
     st = calloc(RAILWIRE_MAX_RAILS, sizeof(*st));
     if (!st)
         return RAILWIRE_E_NOMEM;
-    n = railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS);
+    n = railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS, sizeof(*st));
     if (n < 0) {
         free(st);
         return n;

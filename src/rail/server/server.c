@@ -13,29 +13,11 @@
 #include "rail/session/device_spec.h"
 #include "common/parallel.h"
 #include "rail/server/server_internal.h"
+#include "rail/server/server_opts.h"
 #include "common/sock.h"
 #include "transport/select.h"
 
 #define RW_SERVER_BACKLOG 1024
-
-void railwire_server_opts_init(railwire_server_opts *o)
-{
-    if (!o)
-        return;
-    memset(o, 0, sizeof(*o));
-    o->dialect = RAILWIRE_DIALECT_RO;
-    o->transport = RAILWIRE_TRANSPORT_AUTO;
-    o->listen_host = "0.0.0.0";
-    o->listen_port = "0";
-    o->gid_index = -1;
-    o->max_rails_per_client = RW_MAX_RW_RAILS; /* RO requests are bounded to 8 by the wire */
-    o->max_clients = 64;
-    o->io_timeout_ms = 10000;
-    o->session_linger_ms = RW_DEFAULT_SESSION_LINGER_MS;
-    o->max_sessions_per_peer = RW_DEFAULT_MAX_PER_PEER;
-    o->max_pending = RW_DEFAULT_MAX_PENDING;
-    o->first_byte_timeout_ms = RW_DEFAULT_FIRST_BYTE_MS;
-}
 
 static int check_opts(const railwire_server_opts *o)
 {
@@ -209,7 +191,12 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
         rw_err("server: NULL options or out");
         return RAILWIRE_E_INVALID;
     }
-    int rc = check_opts(o);
+    railwire_server_opts mine; /* the caller's options read through struct_size */
+    int rc = rw_server_opts_take(o, &mine);
+    if (rc < 0)
+        return rc;
+    o = &mine;
+    rc = check_opts(o);
     if (rc < 0)
         return rc;
     struct railwire_server *srv = calloc(1, sizeof(*srv));

@@ -178,7 +178,7 @@ ssize_t railwire_server_metrics(const railwire_server *srv, char *buf, size_t si
 
     if (!srv || (!buf && size))
         return RAILWIRE_E_INVALID;
-    if (railwire_server_stats(srv, &v.st) < 0)
+    if (railwire_server_stats(srv, &v.st, sizeof(v.st)) < 0)
         return RAILWIRE_E_INVALID;
     v.max_clients = srv->max_clients;
     v.max_pending = srv->max_pending;

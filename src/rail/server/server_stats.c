@@ -2,6 +2,8 @@
 /* The server's counters: updated by the loop thread, read from any thread. */
 #include <string.h>
 
+#include "common/log.h"
+#include "common/struct_abi.h"
 #include "rail/server/server_internal.h"
 
 void rw_srv_count(struct railwire_server *srv, size_t field, int64_t d)
@@ -41,10 +43,16 @@ void rw_srv_rail_census(struct railwire_server *srv)
     pthread_mutex_unlock(&srv->stats_lock);
 }
 
-int railwire_server_stats(const railwire_server *srv, struct railwire_server_stats *out)
+int railwire_server_stats(const railwire_server *srv, struct railwire_server_stats *caller,
+                          size_t size)
 {
-    if (!srv || !out)
+    if (!srv || !caller || size < RAILWIRE_SERVER_STATS_MIN_SIZE) {
+        rw_err("server_stats: NULL server or out, or size %zu below %u: pass sizeof *out", size,
+               RAILWIRE_SERVER_STATS_MIN_SIZE);
         return RAILWIRE_E_INVALID;
+    }
+    /* Built whole here, then only `size` bytes go to the caller. */
+    struct railwire_server_stats snap, *out = &snap;
     /* The transport's counters first, outside the lock: they are atomics
      * of their own and the domains are fixed after create. */
     struct rw_served sum = {0};
@@ -82,6 +90,7 @@ int railwire_server_stats(const railwire_server *srv, struct railwire_server_sta
     out->queued_peak_bytes = sum.queued_peak;
     out->queue_evictions = sum.queue_evictions;
     out->queue_starved = sum.queue_starved;
+    rw_struct_out(caller, size, &snap, sizeof(snap));
     return 0;
 }
 

@@ -135,7 +135,7 @@ static void start(const struct cfg *c)
 static struct railwire_server_stats stats(void)
 {
     struct railwire_server_stats st;
-    cr_assert_eq(railwire_server_stats(srv, &st), 0);
+    cr_assert_eq(railwire_server_stats(srv, &st, sizeof(st)), 0);
     return st;
 }
 
@@ -700,7 +700,7 @@ Test(admission, bad_admission_options_are_refused_at_create)
     o.max_pending = 1;
     o.first_byte_timeout_ms = -1;
     cr_assert_eq(railwire_server_create(&o, &s), RAILWIRE_E_INVALID);
-    cr_assert_eq(railwire_server_stats(NULL, NULL), RAILWIRE_E_INVALID);
+    cr_assert_eq(railwire_server_stats(NULL, NULL, sizeof(struct railwire_server_stats)), RAILWIRE_E_INVALID);
 }
 
 /* ------------------------------------------------------------------- F5 */
@@ -802,7 +802,7 @@ static void emfile_child(int to_parent, int from_parent)
     usleep(1500 * 1000);
     long report[3] = {cpu_ms_self() - cpu0, atomic_load(&server_lines), 0};
     struct railwire_server_stats st;
-    railwire_server_stats(srv, &st);
+    railwire_server_stats(srv, &st, sizeof(st));
     report[2] = (long)st.accept_pauses;
     while (n > 0)
         close(fill[--n]);

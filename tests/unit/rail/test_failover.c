@@ -39,7 +39,7 @@ Test(failover, rail_dying_mid_transfer_loses_nothing)
     cr_assert_eq(railwire_read(w.rs, mr, buf, 4 * MIB, 0, 0, 20000), 0);
     cr_assert_eq(memcmp(buf, w.layer[0], 4 * MIB), 0);
     railwire_rail_stats st[2];
-    railwire_railset_stats(w.rs, st, 2);
+    railwire_railset_stats(w.rs, st, 2, sizeof(*st));
     cr_assert_eq(st[1].state, RAILWIRE_RAIL_DOWN);
     cr_assert_eq(st[1].down_reason, RAILWIRE_E_RAIL_DOWN);
     cr_assert_gt(st[1].reissued, 0);
@@ -67,7 +67,7 @@ Test(failover, silent_rail_times_out_and_its_slices_move)
     cr_assert_eq(railwire_write(w.rs, mr, buf, 2 * MIB, 0, 0, 20000), 0);
     cr_assert_eq(memcmp(w.layer[0], buf, 2 * MIB), 0);
     railwire_rail_stats st[3];
-    railwire_railset_stats(w.rs, st, 3);
+    railwire_railset_stats(w.rs, st, 3, sizeof(*st));
     cr_assert_eq(st[0].state, RAILWIRE_RAIL_DOWN);
     cr_assert_eq(st[0].down_reason, RAILWIRE_E_TIMEOUT);
     cr_assert_eq(st[0].reissued, 8, "its whole queue (depth 8) moved, got %llu",

@@ -93,7 +93,7 @@ static int wait_rail_up(railwire_railset *rs, railwire_mr *mr, uint8_t *buf, uns
     railwire_rail_stats st[RAILWIRE_MAX_RAILS];
     while (rw_now_ms() < end) {
         railwire_read(rs, mr, buf, 4096, 0, 0, 2000);
-        railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS);
+        railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS, sizeof(*st));
         if (st[r].state == RAILWIRE_RAIL_UP)
             return 1;
         usleep(5000);
@@ -115,7 +115,7 @@ Test(heal, a_killed_rail_comes_back_and_carries_data)
     cr_assert_eq(read_all(rs, mr, buf), 0);
     cr_assert(wait_rail_up(rs, mr, buf, 1, 10000), "rail 1 did not heal");
     railwire_rail_stats st[2];
-    railwire_railset_stats(rs, st, 2);
+    railwire_railset_stats(rs, st, 2, sizeof(*st));
     cr_assert_eq(st[1].heals, 1);
     cr_assert_geq(st[1].heal_attempts, 1);
     cr_assert_eq(st[1].session, 1, "the healed rail belongs to a new session");
@@ -126,7 +126,7 @@ Test(heal, a_killed_rail_comes_back_and_carries_data)
     uint64_t before = st[1].bytes_read;
     for (int k = 0; k < 4; k++)
         cr_assert_eq(read_all(rs, mr, buf), 0);
-    railwire_railset_stats(rs, st, 2);
+    railwire_railset_stats(rs, st, 2, sizeof(*st));
     cr_assert_gt(st[1].bytes_read, before, "the healed rail carries no data");
     cr_assert_eq(railwire_server_sessions(s), 2, "sessions 0 and 1 are both in use");
     railwire_railset_close(rs);
@@ -150,7 +150,7 @@ Test(heal, off_keeps_a_lost_rail_lost)
         usleep(20000);
     }
     railwire_rail_stats st[2];
-    railwire_railset_stats(rs, st, 2);
+    railwire_railset_stats(rs, st, 2, sizeof(*st));
     cr_assert_eq(st[1].state, RAILWIRE_RAIL_DOWN);
     cr_assert_eq(st[1].heals + st[1].heal_attempts, 0);
     cr_assert_eq(railwire_server_sessions(s), 1);
@@ -254,7 +254,7 @@ Test(heal, rails_of_a_session_whose_control_ended_move_without_going_down)
     railwire_rail_stats st[2];
     for (int64_t end = rw_now_ms() + 10000; rw_now_ms() < end && !moved;) {
         cr_assert_eq(read_all(rs, mr, buf), 0);
-        railwire_railset_stats(rs, st, 2);
+        railwire_railset_stats(rs, st, 2, sizeof(*st));
         cr_assert_eq(st[0].state, RAILWIRE_RAIL_UP);
         cr_assert_eq(st[1].state, RAILWIRE_RAIL_UP);
         moved = st[0].session != 0 && st[1].session != 0;

@@ -124,7 +124,7 @@ static void ro_over(unsigned rails)
     cr_assert_str_eq(railwire_railset_transport(rs), "tcp");
     ro_reads(rs, &v, 1000 + rails, 24, 4 * MIB);
     railwire_rail_stats st[8];
-    cr_assert_eq(railwire_railset_stats(rs, st, 8), (int)rails);
+    cr_assert_eq(railwire_railset_stats(rs, st, 8, sizeof(*st)), (int)rails);
     for (unsigned r = 0; r < rails; r++) {
         cr_assert_eq(st[r].state, RAILWIRE_RAIL_UP);
         cr_assert_gt(st[r].bytes_read, 0, "rail %u carried nothing", r);
@@ -266,7 +266,7 @@ Test(loopback, pipelined_reads_and_writes_never_drop_the_rail, .timeout = 120)
         inflight -= n;
     }
     railwire_rail_stats st;
-    cr_assert_eq(railwire_railset_stats(rs, &st, 1), 1);
+    cr_assert_eq(railwire_railset_stats(rs, &st, 1, sizeof(st)), 1);
     cr_assert_eq(st.state, RAILWIRE_RAIL_UP, "the rail went down: %s",
                  railwire_strerror(st.down_reason));
     cr_assert_eq(st.errors, 0);
@@ -379,7 +379,7 @@ Test(loopback, refused_accesses_fail_the_transfer_and_the_railset_stays_usable)
     cr_assert_eq(railwire_read(rs, mr, buf, 1 * MIB, 1, 0, 20000), 0);
     cr_assert_eq(memcmp(buf, v.mem[1], 1 * MIB), 0);
     railwire_rail_stats st[2];
-    railwire_railset_stats(rs, st, 2);
+    railwire_railset_stats(rs, st, 2, sizeof(*st));
     cr_assert_eq(st[0].state, RAILWIRE_RAIL_UP);
     cr_assert_eq(st[1].state, RAILWIRE_RAIL_UP);
     free(buf);
@@ -461,7 +461,7 @@ Test(loopback, a_rail_killed_under_load_loses_nothing)
         got += n;
     }
     railwire_rail_stats st[3];
-    railwire_railset_stats(rs, st, 3);
+    railwire_railset_stats(rs, st, 3, sizeof(*st));
     cr_assert_eq(st[1].state, RAILWIRE_RAIL_DOWN);
     cr_assert_eq(st[0].state, RAILWIRE_RAIL_UP);
     cr_assert_eq(st[2].state, RAILWIRE_RAIL_UP);
@@ -489,7 +489,7 @@ Test(loopback, rw_64_mib_transfer_over_4_rails)
     cr_assert_eq(railwire_read(rs, mr, buf, len, 0, 4095, 60000), 0);
     cr_assert_eq(memcmp(v.mem[0] + 4095, buf, len), 0);
     railwire_rail_stats st[4];
-    railwire_railset_stats(rs, st, 4);
+    railwire_railset_stats(rs, st, 4, sizeof(*st));
     for (int r = 0; r < 4; r++)
         cr_assert_gt(st[r].bytes_written, 0, "rail %d carried no part of the 64 MiB write", r);
     free(buf);
@@ -528,6 +528,7 @@ Test(loopback, rw_16_32_64_rails_on_two_addresses, .timeout = 240)
         o.transport = RAILWIRE_TRANSPORT_TCP;
         o.n_rails = n;
         o.local_addrs = addrs;
+        o.n_local_addrs = n;
         o.slice_size = 64 * KIB;
         railwire_railset *rs;
         cr_assert_eq(railwire_railset_connect("127.0.0.1", v.port, &o, &rs), 0, "%u rails", n);
@@ -555,7 +556,7 @@ Test(loopback, rw_16_32_64_rails_on_two_addresses, .timeout = 240)
                          sz, off);
         }
         railwire_rail_stats *st = calloc(n, sizeof(*st));
-        cr_assert_eq(railwire_railset_stats(rs, st, n), (int)n);
+        cr_assert_eq(railwire_railset_stats(rs, st, n, sizeof(*st)), (int)n);
         for (unsigned r = 0; r < n; r++) {
             cr_assert_eq(st[r].state, RAILWIRE_RAIL_UP);
             cr_assert_gt(st[r].bytes_written, 0, "%u rails: rail %u carried no slice", n, r);

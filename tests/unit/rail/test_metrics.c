@@ -189,7 +189,7 @@ Test(metrics, server_and_client_count_what_was_moved)
     free(s);
 
     struct railwire_server_stats st;
-    cr_assert_eq(railwire_server_stats(srv, &st), 0);
+    cr_assert_eq(railwire_server_stats(srv, &st, sizeof(st)), 0);
     cr_assert_eq(st.data_counted, 1);
     cr_assert_eq(st.bytes_written, 5 * sizeof(local));
     cr_assert_eq(st.requests_read, 3);
@@ -208,7 +208,7 @@ Test(metrics, rail_states_follow_the_session)
     struct railwire_server_stats st;
     int64_t end = rw_now_ms() + 5000;
     do {
-        cr_assert_eq(railwire_server_stats(srv, &st), 0);
+        cr_assert_eq(railwire_server_stats(srv, &st, sizeof(st)), 0);
         if (st.rails_attached == 3)
             break;
         usleep(20000);
@@ -219,7 +219,7 @@ Test(metrics, rail_states_follow_the_session)
     railwire_railset_close(rs);
     end = rw_now_ms() + 5000;
     do {
-        cr_assert_eq(railwire_server_stats(srv, &st), 0);
+        cr_assert_eq(railwire_server_stats(srv, &st, sizeof(st)), 0);
         if (st.sessions_live == 0 && st.rails_attached + st.rails_waiting + st.rails_closed == 0)
             break;
         usleep(20000);

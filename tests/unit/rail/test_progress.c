@@ -148,7 +148,7 @@ Test(progress, stats_count_bytes_and_ops_per_rail)
     cr_assert_eq(railwire_write(w.rs, mr, buf, 512 * KIB, 0, 0, 20000), 0);
     cr_assert_eq(railwire_read(w.rs, mr, buf, 256 * KIB, 0, 0, 20000), 0);
     railwire_rail_stats st[2];
-    cr_assert_eq(railwire_railset_stats(w.rs, st, 2), 2);
+    cr_assert_eq(railwire_railset_stats(w.rs, st, 2, sizeof(*st)), 2);
     cr_assert_eq(st[0].bytes_written + st[1].bytes_written, 512 * KIB);
     cr_assert_eq(st[0].bytes_read + st[1].bytes_read, 256 * KIB);
     cr_assert_eq(st[0].ops + st[1].ops, 12);
@@ -162,7 +162,7 @@ Test(progress, stats_count_bytes_and_ops_per_rail)
         cr_assert_gt(st[r].gbps, 0);
         cr_assert_neq(st[r].name[0], '\0');
     }
-    cr_assert_eq(railwire_railset_stats(w.rs, st, 1), 2, "returns the rail count even if max is smaller");
+    cr_assert_eq(railwire_railset_stats(w.rs, st, 1, sizeof(*st)), 2, "returns the rail count even if max is smaller");
     cr_assert_str_eq(railwire_railset_transport(w.rs), "mock");
     cr_assert_eq(railwire_railset_rail_count(w.rs), 2);
     cr_assert_eq(railwire_railset_layer_count(w.rs), 1);

@@ -86,7 +86,7 @@ Test(review, remote_access_and_a_dying_rail_in_one_transfer)
     cr_assert_eq(c.user_data, 7);
     cr_assert_eq(c.status, RAILWIRE_E_REMOTE_ACCESS);
     railwire_rail_stats st[2];
-    railwire_railset_stats(w.rs, st, 2);
+    railwire_railset_stats(w.rs, st, 2, sizeof(*st));
     cr_assert_eq(st[0].state, RAILWIRE_RAIL_DOWN);
     cr_assert_eq(st[1].state, RAILWIRE_RAIL_UP);
     /* 8 slices: 4 in bounds (each counted once as an op), 4 refused. */
@@ -191,9 +191,9 @@ Test(review, public_api_input_checks)
     cr_assert_eq(railwire_read(NULL, mr, buf, 16, 0, 0, 100), RAILWIRE_E_INVALID);
     cr_assert_eq(railwire_read(w.rs, NULL, buf, 16, 0, 0, 100), RAILWIRE_E_INVALID);
     cr_assert_eq(railwire_read(w.rs, mr, buf, 0, 0, 0, 100), RAILWIRE_E_INVALID);
-    cr_assert_eq(railwire_railset_stats(NULL, NULL, 0), RAILWIRE_E_INVALID);
-    cr_assert_eq(railwire_railset_stats(w.rs, NULL, 1), RAILWIRE_E_INVALID);
-    cr_assert_eq(railwire_railset_stats(w.rs, NULL, 0), 2);
+    cr_assert_eq(railwire_railset_stats(NULL, NULL, 0, sizeof(railwire_rail_stats)), RAILWIRE_E_INVALID);
+    cr_assert_eq(railwire_railset_stats(w.rs, NULL, 1, sizeof(railwire_rail_stats)), RAILWIRE_E_INVALID);
+    cr_assert_eq(railwire_railset_stats(w.rs, NULL, 0, sizeof(railwire_rail_stats)), 2);
     cr_assert_eq(railwire_railset_rail_count(NULL), 0);
     cr_assert_eq(railwire_railset_layer_count(w.rs), 3);
     cr_assert_eq(railwire_mr_deregister(NULL), 0);

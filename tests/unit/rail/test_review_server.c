@@ -300,7 +300,7 @@ Test(review_server, destroying_the_server_under_load_fails_transfers_cleanly)
         cr_assert_eq(seen[i], 1);
     (void)good;
     railwire_rail_stats st[4];
-    cr_assert_eq(railwire_railset_stats(rs, st, 4), 4);
+    cr_assert_eq(railwire_railset_stats(rs, st, 4, sizeof(*st)), 4);
     for (int r = 0; r < 4; r++)
         cr_assert_eq(st[r].state, RAILWIRE_RAIL_DOWN, "rail %d still up with the server gone", r);
     cr_assert_eq(railwire_mr_deregister(mr), 0);
@@ -338,7 +338,7 @@ Test(review_server, one_session_dying_does_not_disturb_another)
     cr_assert_eq(drain(b, N, hb, seen), N);
     cr_assert_eq(memcmp(bb, arena, N * len), 0);
     railwire_rail_stats st[2];
-    railwire_railset_stats(b, st, 2);
+    railwire_railset_stats(b, st, 2, sizeof(*st));
     cr_assert_eq(st[0].state, RAILWIRE_RAIL_UP);
     cr_assert_eq(st[1].state, RAILWIRE_RAIL_UP);
     wait_sessions(1);
@@ -475,7 +475,7 @@ Test(review_server, connections_cut_at_random_moments_lose_nothing)
         else
             cr_assert_eq(memcmp(buf, arena, N * len), 0, "round %d: READ bytes wrong", round);
         railwire_rail_stats st[3];
-        railwire_railset_stats(rs, st, 3);
+        railwire_railset_stats(rs, st, 3, sizeof(*st));
         uint64_t total = 0;
         for (int r = 0; r < 3; r++)
             total += write ? st[r].bytes_written : st[r].bytes_read;
@@ -528,7 +528,7 @@ Test(review_server, a_client_reading_params_slowly_is_cut_off, .timeout = 120)
         usleep(100 * 1000);
     }
     struct railwire_server_stats st;
-    cr_assert_eq(railwire_server_stats(srv, &st), 0);
+    cr_assert_eq(railwire_server_stats(srv, &st, sizeof(st)), 0);
     cr_assert_eq(st.pending + st.sessions_live, 0,
                  "the handshake of a trickling reader outlived its 1 s step bound");
     cr_assert_eq(st.handshake_timeouts, 1);

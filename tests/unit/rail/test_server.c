@@ -162,7 +162,7 @@ Test(server, destroy_is_bounded_with_clients_connected)
     int64_t end = rw_now_ms() + 5000;
     struct railwire_server_stats st = {0};
     while (rw_now_ms() < end) {
-        cr_assert_eq(railwire_server_stats(srv, &st), 0);
+        cr_assert_eq(railwire_server_stats(srv, &st, sizeof(st)), 0);
         if (st.sessions_live == 1 && st.pending == 2)
             break;
         usleep(1000);

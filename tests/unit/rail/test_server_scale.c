@@ -81,7 +81,7 @@ static void child(int to_parent, int from_parent)
     char cmd;
     while (read(from_parent, &cmd, 1) == 1 && cmd == 'r') {
         struct railwire_server_stats st;
-        railwire_server_stats(srv, &st);
+        railwire_server_stats(srv, &st, sizeof(st));
         struct report r = {status_field("Threads"), status_field("VmRSS"), count_fds(),
                            st.sessions_live, st.rails_live, st.pending};
         if (write(to_parent, &r, sizeof(r)) != sizeof(r))

@@ -39,7 +39,7 @@ Test(stripe, large_read_is_cut_into_slices_spread_over_all_rails)
         if (buf[i] != mock_pattern(0, 3 * KIB + i))
             cr_assert_fail("byte %zu differs", i);
     railwire_rail_stats st[4];
-    cr_assert_eq(railwire_railset_stats(w.rs, st, 4), 4);
+    cr_assert_eq(railwire_railset_stats(w.rs, st, 4, sizeof(*st)), 4);
     uint64_t ops = 0, bytes = 0;
     for (int r = 0; r < 4; r++) {
         cr_assert_gt(st[r].ops, 0, "rail %d carried nothing", r);
