@@ -141,6 +141,9 @@ typedef struct railwire_server_opts {
      * 0: every authenticated client.  Borrowed for create only. */
     const char *const *tls_allow;
     unsigned n_tls_allow;
+    uint32_t reserved1;                /* 0 (makes the tail padding a field: a member
+                                          appended later starts past every byte an
+                                          older caller's struct_size covers) */
 } railwire_server_opts;
 
 /* Counters of one server, filled by railwire_server_stats() (a struct tag,
