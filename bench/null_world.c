@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rail/client/railset_internal.h"
+#include "rail/client/railset_testing.h"
 
 int null_world_open(struct null_world *w, unsigned n_rails, const railwire_railset_opts *o,
                     void *buf, size_t len)

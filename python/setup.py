@@ -41,8 +41,21 @@ def have_verbs():
         return os.path.exists("/usr/include/infiniband/verbs.h")
 
 
+def have_pkg(name, env):
+    """True when pkg-config knows `name` and the RAILWIRE_<env> variable is not 0."""
+    if os.environ.get("RAILWIRE_" + env, "1") == "0":
+        return False
+    try:
+        return subprocess.run(["pkg-config", "--exists", name]).returncode == 0
+    except OSError:
+        return False
+
+
 verbs = have_verbs()
-layers = ["common", "wire", "tcp", "rail"] + (["verbs"] if verbs else [])
+tls = have_pkg("openssl >= 3", "TLS")
+hwloc = have_pkg("hwloc", "HWLOC")
+layers = ["common", "wire", "gpu", "tcp", "transport", "rail/session", "rail/metrics",
+          "rail/client", "rail/server"] + (["verbs"] if verbs else []) + (["tls"] if tls else [])
 sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
 for layer in layers:
     sources += sorted(glob.glob(os.path.join(ROOT, "src", layer, "*.c")))
@@ -52,9 +65,12 @@ ext = Extension(
     # setuptools wants paths relative to this directory ("../src/..." is fine)
     sources=[os.path.relpath(p, HERE) for p in sources],
     include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "src"), os.path.join(HERE, "src")],
-    define_macros=[("_GNU_SOURCE", None), ("RAILWIRE_HAVE_VERBS", "1" if verbs else "0")],
+    define_macros=[("_GNU_SOURCE", None), ("RAILWIRE_HAVE_VERBS", "1" if verbs else "0"),
+                   ("RAILWIRE_HAVE_TLS", "1" if tls else "0"),
+                   ("RAILWIRE_HAVE_HWLOC", "1" if hwloc else "0")],
     extra_compile_args=["-std=c11", "-fvisibility=hidden", "-Wall", "-Wextra"],
-    libraries=(["ibverbs"] if verbs else []) + ["pthread"],
+    libraries=(["ibverbs"] if verbs else []) + (["ssl", "crypto"] if tls else [])
+    + (["hwloc"] if hwloc else []) + ["dl", "pthread"],
 )
 
 setup(version=version(), packages=["railwire"], ext_modules=[ext])

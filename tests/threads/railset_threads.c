@@ -24,7 +24,7 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/railset_testing.h"
 #include "tcp/tcp_internal.h"
 
 #define KIB 1024u
@@ -91,34 +91,22 @@ static railwire_railset *connect_rs(railwire_server *s, enum railwire_dialect d,
     return rs;
 }
 
+/* The tcp ep's counters of a rail, for dump_railset. */
+static void dump_tcp_ep(struct rw_ep *e, FILE *f)
+{
+    struct rw_tcp_cli_ep *ep = rw_container_of(e, struct rw_tcp_cli_ep, base);
+    pthread_mutex_lock(&ep->lock);
+    fprintf(f, "    tcp ep: state %d posted %llu sent %llu answered %llu done %llu "
+            "polled %llu tx_busy %d\n", (int)ep->state, (unsigned long long)ep->posted,
+            (unsigned long long)ep->sent, (unsigned long long)ep->answered,
+            (unsigned long long)ep->done, (unsigned long long)ep->polled, ep->tx_busy);
+    pthread_mutex_unlock(&ep->lock);
+}
+
 /* What the railset holds, for a failure message (a transfer that timed out). */
 static void dump_railset(railwire_railset *rs)
 {
-    rs_lock(rs);
-    fprintf(stderr, "  railset: n_live %u, n_busy %u, pending %zu, active %s, poller %d, "
-            "n_async %zu\n", rs->n_live, rs->n_busy, rs->pending.count,
-            rs->active_head ? "yes" : "no", rs->poller, rs->n_async);
-    for (unsigned i = 0; i < rs->n_rails; i++) {
-        const struct rw_rail *r = &rs->rails[i];
-        fprintf(stderr, "  rail %u: state %d, outstanding %zu, busy_pos %d, blocked %d, "
-                "heals %llu, attempts %llu, down %d\n", i, (int)r->stats.state,
-                r->outstanding.count, r->busy_pos, r->blocked,
-                (unsigned long long)r->stats.heals, (unsigned long long)r->stats.heal_attempts,
-                r->stats.last_down_reason);
-        struct rw_tcp_cli_ep *ep = rw_container_of(r->ep, struct rw_tcp_cli_ep, base);
-        pthread_mutex_lock(&ep->lock);
-        fprintf(stderr, "    tcp ep: state %d posted %llu sent %llu answered %llu done %llu "
-                "polled %llu tx_busy %d\n", (int)ep->state, (unsigned long long)ep->posted,
-                (unsigned long long)ep->sent, (unsigned long long)ep->answered,
-                (unsigned long long)ep->done, (unsigned long long)ep->polled, ep->tx_busy);
-        pthread_mutex_unlock(&ep->lock);
-    }
-    for (unsigned k = 0; k < rs->n_busy; k++)
-        fprintf(stderr, "  busy[%u] = %u\n", k, rs->busy[k]);
-    for (struct rw_waiter *w = rs->wait_head; w; w = w->next)
-        fprintf(stderr, "  waiter: handle %llu woken %d\n", (unsigned long long)w->handle,
-                w->woken);
-    rs_unlock(rs);
+    rw_test_dump(rs, stderr, dump_tcp_ep);
 }
 
 /* ---- async: exactly-once delivery across threads --------------------- */
@@ -198,9 +186,7 @@ static void *async_main(void *arg)
             if (c->kill_rail_at >= 0 && d >= (unsigned)c->kill_rail_at &&
                 !atomic_exchange(&c->killed, 1)) {
                 /* As a reset would: behind the railset's back. */
-                rs_lock(c->rs);
-                c->rs->ops->ep_kill(c->rs->rails[1].ep);
-                rs_unlock(c->rs);
+                rw_test_kill_rail(c->rs, 1);
             }
         }
     }
@@ -464,9 +450,7 @@ static int run_mr(void)
         if (rc)
             dump_railset(rs);
         if (k == 50) {
-            rs_lock(rs);
-            rs->ops->ep_kill(rs->rails[0].ep); /* a heal swaps registrations meanwhile */
-            rs_unlock(rs);
+            rw_test_kill_rail(rs, 0); /* a heal swaps registrations meanwhile */
         }
     }
     atomic_store(&c.stop, 1);

@@ -9,7 +9,7 @@
 #include <infiniband/verbs.h>
 
 #include "common/time.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/railset_testing.h"
 #include "rsetup.h"
 #include "verbs/verbs_int.h"
 #include "vtest.h"
@@ -172,7 +172,7 @@ Test(verbs_railset, one_rail_qp_in_error_mid_run_loses_nothing)
         cr_assert(k >= 0);
         done += k;
     }
-    struct rw_vep *ve = rw_container_of(e.rs->rails[0].ep, struct rw_vep, base);
+    struct rw_vep *ve = rw_container_of(rw_test_rail_ep(e.rs, 0), struct rw_vep, base);
     struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
     cr_assert_eq(ibv_modify_qp(ve->qp, &a, IBV_QP_STATE), 0);
     while (done < N && rw_now_ms() < deadline + 60000) {

@@ -1,26 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* Failover: a rail that fails (a transport error in a completion, a failed
- * post, or an operation older than the op timeout) is killed and reported
- * down; its unfinished slices go back to the front of the pending FIFO and
- * are re-issued on the surviving rails.  With no rail left, every
- * unfinished transfer fails with RAILWIRE_E_ALL_RAILS_DOWN. */
+/* Failover, the reaction to a lost rail (dispatch.c calls it once the
+ * rail state machine took the rail down): its ep is killed and its
+ * unfinished slices go back to the front of the pending FIFO, to be
+ * re-issued on the surviving rails.  With no rail left, every unfinished
+ * transfer fails with RAILWIRE_E_ALL_RAILS_DOWN. */
 #include "common/log.h"
-#include "common/time.h"
-#include "rail/client/heal.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/rail_state.h"
+#include "rail/client/xfer.h"
 
 
 void rw_failover_fail_all(railwire_railset *rs, int status)
 {
     for (unsigned i = 0; i < rs->n_rails; i++) {
         struct rw_rail *r = &rs->rails[i];
-        if (r->stats.state == RAILWIRE_RAIL_UP && r->outstanding.head) {
+        if (rw_rail_is_up(r) && r->outstanding.head) {
             /* Only reached for rails already killed; never finish a slice a
              * live ep may still touch. */
             continue;
         }
         while (r->outstanding.head) {
-            struct rw_slice *s = r->outstanding.head;
+            struct rw_slice *s = rw_slice_of(r->outstanding.head);
             rw_rail_out_remove(rs, r, s);
             s->rail = -1;
             rw_slice_finish(rs, s, status);
@@ -28,8 +27,8 @@ void rw_failover_fail_all(railwire_railset *rs, int status)
         r->inflight_bytes = 0;
     }
     while (rs->pending.head) {
-        struct rw_slice *s = rs->pending.head;
-        rw_slice_list_remove(&rs->pending, s);
+        struct rw_slice *s = rw_slice_of(rs->pending.head);
+        rw_list_remove(&rs->pending, &s->link);
         rw_slice_finish(rs, s, status);
     }
 }
@@ -40,10 +39,10 @@ void rw_failover_fail_all(railwire_railset *rs, int status)
  * across rails and heals).  Returns the number moved. */
 static size_t take_back(railwire_railset *rs, struct rw_rail *r, int reason)
 {
-    struct rw_slice_list back = {0};
+    struct rw_list back = {0};
     size_t moved = 0, failed = 0;
     while (r->outstanding.head) {
-        struct rw_slice *s = r->outstanding.head;
+        struct rw_slice *s = rw_slice_of(r->outstanding.head);
         rw_rail_out_remove(rs, r, s);
         s->rail = -1;
         if (rs->max_tries && s->tries >= rs->max_tries) {
@@ -51,27 +50,20 @@ static size_t take_back(railwire_railset *rs, struct rw_rail *r, int reason)
             rw_slice_finish(rs, s, reason);
             continue;
         }
-        rw_slice_list_push_tail(&back, s);
+        rw_list_push_tail(&back, &s->link);
         moved++;
     }
     if (failed)
         rw_err("rail %u (%s): %zu slice(s) had been carried %u times already (max_slice_tries); "
                "their transfers fail with %s", r->index, r->stats.name, failed, rs->max_tries,
                railwire_error_class(reason));
-    rw_slice_list_prepend(&rs->pending, &back);
+    rw_list_prepend(&rs->pending, &back);
     return moved;
 }
 
-void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason)
+void rw_failover_take_down(railwire_railset *rs, unsigned i)
 {
     struct rw_rail *r = &rs->rails[i];
-    if (r->stats.state == RAILWIRE_RAIL_DOWN)
-        return;
-    int64_t now = rw_now_ms();
-    r->stats.state = RAILWIRE_RAIL_DOWN;
-    r->stats.down_reason = reason ? reason : RAILWIRE_E_RAIL_DOWN;
-    r->stats.last_down_reason = r->stats.down_reason;
-    rs->n_live--;
     /* After ep_kill returns no outstanding WR touches its buffer again, so
      * the slices can safely be carried by another rail. */
     rs->ops->ep_kill(r->ep);
@@ -79,7 +71,6 @@ void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason)
     r->stats.reissued += moved;
     r->inflight_bytes = 0;
     r->blocked = 0;
-    rw_heal_rail_lost(rs, i, now);
     if (rs->n_live > 0) {
         rw_warn("rail %u (%s) is down (%s: %s); %zu unfinished slice(s) re-issued on %u "
                 "surviving rail(s)%s", i, r->stats.name, railwire_error_class(r->stats.down_reason),
@@ -88,7 +79,6 @@ void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason)
         return;
     }
     if (rs->healer) {
-        rs->all_down_since_ms = now;
         rw_err("rail %u (%s) is down (%s); no rail is live: transfers wait up to %d ms "
                "(all_down_timeout_ms) for a heal, then fail", i, r->stats.name,
                railwire_error_class(r->stats.down_reason), rs->all_down_timeout_ms);
@@ -97,7 +87,10 @@ void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason)
     rw_err("rail %u (%s) is down (%s); no rail is left: every unfinished transfer fails; "
            "check the links, the server and its log", i, r->stats.name,
            railwire_error_class(r->stats.down_reason));
-    rw_failover_fail_all(rs, RAILWIRE_E_ALL_RAILS_DOWN);
+    /* Rails lost in the same round and not reacted to yet still have live
+     * eps: the last of them fails everything, once all are killed. */
+    if (rs->ev.n_lost == 0)
+        rw_failover_fail_all(rs, RAILWIRE_E_ALL_RAILS_DOWN);
 }
 
 void rw_failover_rail_retire(railwire_railset *rs, unsigned i)
@@ -113,51 +106,10 @@ void rw_failover_rail_retire(railwire_railset *rs, unsigned i)
                 "session", i, r->stats.name, moved);
 }
 
-int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms)
+void rw_failover_all_down_expired(railwire_railset *rs)
 {
-    if (!rs->healer || rs->n_live > 0 || rs->all_down_expired)
-        return 0;
-    if (now_ms - rs->all_down_since_ms < rs->all_down_timeout_ms)
-        return 0;
-    rs->all_down_expired = 1;
     rw_err("railset: no rail has been live for %d ms (all_down_timeout_ms): every unfinished "
            "transfer fails with all-rails-down, and new ones until a rail heals; check the links, "
            "the server and its log", rs->all_down_timeout_ms);
     rw_failover_fail_all(rs, RAILWIRE_E_ALL_RAILS_DOWN);
-    return 1;
-}
-
-void rw_failover_check_eps(railwire_railset *rs)
-{
-    if (!rs->ops->ep_check)
-        return;
-    for (unsigned i = 0; i < rs->n_rails; i++) {
-        struct rw_rail *r = &rs->rails[i];
-        if (r->stats.state != RAILWIRE_RAIL_UP)
-            continue;
-        int rc = rs->ops->ep_check(r->ep);
-        if (rc < 0)
-            rw_failover_rail_down(rs, i, rc);
-    }
-}
-
-void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms)
-{
-    /* Only rails with outstanding slices can time out; a rail taken down
-     * here leaves the busy set, so walk it from the end. */
-    for (unsigned k = rs->n_busy; k-- > 0;) {
-        if (k >= rs->n_busy)
-            continue;
-        unsigned i = rs->busy[k];
-        struct rw_rail *r = &rs->rails[i];
-        if (r->stats.state != RAILWIRE_RAIL_UP || !r->outstanding.head)
-            continue;
-        int64_t age = now_ms - r->outstanding.head->posted_ms;
-        if (age > rs->op_timeout_ms) {
-            rw_warn("rail %u (%s): an operation has been outstanding for %lld ms (op timeout "
-                    "%d ms): the link may be dropping packets", i, r->stats.name, (long long)age,
-                    rs->op_timeout_ms);
-            rw_failover_rail_down(rs, i, RAILWIRE_E_TIMEOUT);
-        }
-    }
 }

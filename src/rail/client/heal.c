@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Healing: the railset side (scheduling, backoff and damping, installing a
- * healed rail) and the worker thread that opens new sessions (see heal.h). */
-#include "rail/client/heal.h"
+/* Healing, the railset side (see heal.h): scheduling, backoff and damping,
+ * installing a healed rail through the rail state machine.  The worker
+ * thread that opens new sessions is heal_worker.c. */
+#include "rail/client/heal_worker.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,249 +18,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
-#include "rail/client/railset_internal.h"
-
-#define RW_PROBE_BYTES 64
-
-struct rw_healer {
-    struct rw_heal_cfg cfg;
-    char host[256];               /* the address the railset was opened with */
-    rw_heal_open_fn open;
-    void *open_ctx;
-
-    pthread_mutex_t lock;         /* guards everything down to res_via */
-    pthread_cond_t cond;          /* wakes the worker */
-    int refs;                     /* the railset, and the worker while it runs */
-    int stop;
-    int thread_started;
-    int has_req;
-    int busy;
-    int has_res;
-    struct rw_heal_req req;
-    struct rw_session_out res;
-    int res_rc;
-    char res_via[RW_HEAL_HOST_MAX];
-    atomic_int res_ready;         /* has_res, readable without the lock */
-    int wake_fd;                  /* eventfd written when a result is ready */
-
-    /* The railset's thread only. */
-    int in_flight;                /* an attempt was posted and not installed yet */
-    int64_t due_ms;               /* next attempt, 0 = none scheduled */
-    int backoff_ms;
-    int64_t last_change_ms;       /* last heal or loss: the stability clock */
-    int refresh;                  /* a session's control connection ended */
-    uint64_t rng;
-    char via[RW_HEAL_HOST_MAX];   /* the host the last successful heal went through */
-};
-
-static void free_strings(char **v, unsigned n)
-{
-    for (unsigned i = 0; v && i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-static void healer_free(struct rw_healer *h)
-{
-    free_strings(h->cfg.local_addr, h->cfg.n_rails);
-    free_strings(h->cfg.device, h->cfg.n_rails);
-    if (h->has_res)
-        rw_session_close(h->cfg.ops, &h->res);
-    if (h->wake_fd >= 0)
-        close(h->wake_fd);
-    pthread_cond_destroy(&h->cond);
-    pthread_mutex_destroy(&h->lock);
-    free(h);
-}
-
-/* ---- the worker thread ------------------------------------------------ */
-
-/* Destroys rail i of an opened session. */
-static void drop_rail(const struct rw_transport_ops *ops, struct rw_session_out *out, unsigned i)
-{
-    if (out->ep[i])
-        ops->ep_destroy(out->ep[i]);
-    if (out->dom[i])
-        ops->domain_close(out->dom[i]);
-    free(out->remote[i]);
-    out->ep[i] = NULL;
-    out->dom[i] = NULL;
-    out->remote[i] = NULL;
-}
-
-/* Proves a new rail with a 1-byte READ of its first region, bounded by the
- * op timeout.  Returns 0 or why it failed. */
-static int probe_rail(const struct rw_heal_cfg *cfg, struct rw_domain *dom, struct rw_ep *ep,
-                      const struct rw_mr_desc *remote, unsigned i)
-{
-    const struct rw_transport_ops *ops = cfg->ops;
-    uint8_t *buf = calloc(1, RW_PROBE_BYTES);
-    struct rw_mr *mr = NULL;
-    int rc;
-
-    if (!buf)
-        return RAILWIRE_E_NOMEM;
-    rc = ops->mr_reg(dom, buf, RW_PROBE_BYTES, RW_ACCESS_LOCAL, &mr);
-    if (rc < 0) {
-        free(buf);
-        return rc;
-    }
-    struct rw_wr wr = {.wr_id = 1, .opcode = RW_OP_READ, .local = buf, .mr = mr, .length = 1,
-                       .remote_addr = remote[0].base_addr, .rkey = remote[0].rkey,
-                       .signaled = 1};
-    rc = ops->ep_post(ep, &wr, 1);
-    if (rc == 1) {
-        int64_t deadline = rw_now_ms() + (cfg->op_timeout_ms > 0 ? cfg->op_timeout_ms : 10000);
-        for (;;) {
-            struct rw_wc wc;
-            int n = ops->ep_poll(ep, &wc, 1);
-            if (n < 0) {
-                rc = n;
-                break;
-            }
-            if (n == 1) {
-                rc = wc.status;
-                break;
-            }
-            int left = rw_ms_left(deadline);
-            if (left == 0) {
-                rc = RAILWIRE_E_TIMEOUT;
-                break;
-            }
-            int fd = ops->ep_wait_fd(ep);
-            if (fd >= 0 && ops->ep_arm(ep) == 0) {
-                n = ops->ep_poll(ep, &wc, 1);
-                if (n == 1) {
-                    rc = wc.status;
-                    break;
-                }
-                struct pollfd p = {.fd = fd, .events = POLLIN};
-                poll(&p, 1, left < 50 ? left : 50);
-            } else {
-                struct timespec ts = {0, 1000000L};
-                nanosleep(&ts, NULL);
-            }
-        }
-    } else if (rc >= 0) {
-        rc = RAILWIRE_E_RAIL_DOWN;
-    }
-    if (rc != 0) {
-        rw_warn("heal: rail %u (%s): the probe READ failed (%s); the new rail is not used", i,
-                dom->name, railwire_error_class(rc));
-        /* Nothing may touch the probe buffer once it is freed. */
-        ops->ep_kill(ep);
-    }
-    ops->mr_dereg(mr);
-    free(buf);
-    return rc;
-}
-
-/* Drops the rails nobody asked for and probes the others.  Returns 0 when
- * at least one needed rail passed its probe. */
-static int probe_all(const struct rw_healer *h, const struct rw_heal_req *req,
-                     struct rw_session_out *out)
-{
-    int rc = RAILWIRE_E_CONNECT, ok = 0;
-
-    for (unsigned i = 0; i < out->n_rails; i++) {
-        if (!out->ep[i])
-            continue;
-        if (!req->need[i]) {
-            drop_rail(h->cfg.ops, out, i);
-            continue;
-        }
-        int e = probe_rail(&h->cfg, out->dom[i], out->ep[i], out->remote[i], i);
-        if (e == 0) {
-            ok = 1;
-        } else {
-            rc = e;
-            drop_rail(h->cfg.ops, out, i);
-        }
-    }
-    return ok ? 0 : rc;
-}
-
-static int stopping(struct rw_healer *h)
-{
-    pthread_mutex_lock(&h->lock);
-    int s = h->stop;
-    pthread_mutex_unlock(&h->lock);
-    return s;
-}
-
-/* One attempt: each host in turn until a session opens; then the probes. */
-static int attempt(struct rw_healer *h, const struct rw_heal_req *req, struct rw_session_out *out,
-                   char *via)
-{
-    int rc = RAILWIRE_E_CONNECT;
-
-    for (unsigned k = 0; k < req->n_hosts && !stopping(h); k++) {
-        rc = h->open(&h->cfg, req, req->hosts[k], out, h->open_ctx);
-        if (rc < 0) {
-            rw_info("heal: no session through %s (%s)", req->hosts[k], railwire_error_class(rc));
-            continue;
-        }
-        rc = probe_all(h, req, out);
-        if (rc == 0) {
-            snprintf(via, RW_HEAL_HOST_MAX, "%s", req->hosts[k]);
-            return 0;
-        }
-        /* The server answered but its rails do not work: another address
-         * reaches the same rails. */
-        rw_session_close(h->cfg.ops, out);
-        return rc;
-    }
-    return rc;
-}
-
-static void *worker_main(void *arg)
-{
-    struct rw_healer *h = arg;
-
-    pthread_mutex_lock(&h->lock);
-    for (;;) {
-        while (!h->stop && !h->has_req) {
-            /* Idle until asked; the bounded wait only re-checks. */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&h->cond, &h->lock, &ts);
-        }
-        if (h->stop)
-            break;
-        struct rw_heal_req req = h->req;
-        h->has_req = 0;
-        h->busy = 1;
-        pthread_mutex_unlock(&h->lock);
-
-        struct rw_session_out out;
-        char via[RW_HEAL_HOST_MAX] = "";
-        memset(&out, 0, sizeof(out));
-        out.fd = -1;
-        int rc = attempt(h, &req, &out, via);
-
-        pthread_mutex_lock(&h->lock);
-        h->busy = 0;
-        if (h->stop) {
-            if (rc == 0)
-                rw_session_close(h->cfg.ops, &out);
-            break;
-        }
-        h->res = out;
-        h->res_rc = rc;
-        memcpy(h->res_via, via, sizeof(via));
-        h->has_res = 1;
-        atomic_store(&h->res_ready, 1);
-        uint64_t one = 1;
-        if (h->wake_fd >= 0 && write(h->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-            rw_debug("heal: cannot signal the wake eventfd: %s", strerror(errno));
-    }
-    int last = --h->refs == 0;
-    pthread_mutex_unlock(&h->lock);
-    if (last)
-        healer_free(h);
-    return NULL;
-}
+#include "rail/client/rail_state.h"
 
 /* ---- the railset side -------------------------------------------------- */
 
@@ -268,8 +27,8 @@ int rw_heal_enable(railwire_railset *rs, const char *host, const struct rw_heal_
 {
     struct rw_healer *h = calloc(1, sizeof(*h));
     if (!h) {
-        free_strings(cfg->local_addr, cfg->n_rails);
-        free_strings(cfg->device, cfg->n_rails);
+        rw_heal_free_strings(cfg->local_addr, cfg->n_rails);
+        rw_heal_free_strings(cfg->device, cfg->n_rails);
         rw_err("heal: out of memory");
         return RAILWIRE_E_NOMEM;
     }
@@ -311,7 +70,7 @@ void rw_heal_disable(railwire_railset *rs)
     int last = --h->refs == 0;
     pthread_mutex_unlock(&h->lock);
     if (last)
-        healer_free(h); /* frees a pending result too */
+        rw_healer_free(h); /* frees a pending result too */
 }
 
 /* A delay of about `ms`: uniformly in [ms/2, ms], so railsets that lost
@@ -381,7 +140,7 @@ static void add_host(struct rw_heal_req *req, const char *host)
 /* A rail to heal: down, or up in a session whose control connection ended. */
 static int wanted(const struct rw_rail *r)
 {
-    if (r->stats.state != RAILWIRE_RAIL_UP)
+    if (!rw_rail_is_up(r))
         return 1;
     return r->sess && r->sess->had_ctrl && !r->sess->ctrl_up;
 }
@@ -394,7 +153,7 @@ static int start_worker(struct rw_healer *h)
     pthread_mutex_lock(&h->lock);
     h->refs++;
     pthread_mutex_unlock(&h->lock);
-    int e = pthread_create(&t, NULL, worker_main, h);
+    int e = pthread_create(&t, NULL, rw_heal_worker_main, h);
     if (e) {
         pthread_mutex_lock(&h->lock);
         h->refs--;
@@ -435,7 +194,7 @@ static void post_attempt(railwire_railset *rs, int64_t now)
     add_host(&req, h->host);
     for (unsigned i = 0; i < rs->n_rails; i++) {
         char a[RW_HEAL_HOST_MAX];
-        if (rs->rails[i].stats.state != RAILWIRE_RAIL_UP)
+        if (!rw_rail_is_up(&rs->rails[i]))
             continue;
         gid_host(rs->rails[i].peer.gid, a, sizeof(a));
         add_host(&req, a);
@@ -464,7 +223,8 @@ static int stage_mrs(railwire_railset *rs, unsigned i, struct rw_domain *dom)
 {
     int rc = 0;
     struct railwire_mr *m;
-    for (m = rs->mrs; m; m = m->next) {
+    for (m = rw_list_first(&rs->mrs, struct railwire_mr, link); m;
+         m = rw_list_next(m, struct railwire_mr, link)) {
         m->staged = NULL;
         rc = rs->ops->mr_reg(dom, m->addr, m->len, RW_ACCESS_LOCAL, &m->staged);
         if (rc < 0) {
@@ -475,7 +235,9 @@ static int stage_mrs(railwire_railset *rs, unsigned i, struct rw_domain *dom)
         }
     }
     if (rc < 0)
-        for (struct railwire_mr *k = rs->mrs; k != m; k = k->next) {
+        rw_list_for_each(k, &rs->mrs, struct railwire_mr, link) {
+            if (k == m)
+                break;
             rs->ops->mr_dereg(k->staged);
             k->staged = NULL;
         }
@@ -491,14 +253,13 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     int rc = stage_mrs(rs, i, res->dom[i]);
     if (rc < 0)
         return rc;
-    int moving = r->stats.state == RAILWIRE_RAIL_UP;
-    if (moving) {
+    if (rw_rail_is_up(r)) {
         /* The old rail still works but its session's control connection
          * ended (the server will release it after its linger): the rail
          * moves to the new session without ever going down. */
         rw_failover_rail_retire(rs, i);
     }
-    for (struct railwire_mr *m = rs->mrs; m; m = m->next) {
+    rw_list_for_each(m, &rs->mrs, struct railwire_mr, link) {
         if (m->per_rail[i])
             rs->ops->mr_dereg(m->per_rail[i]);
         m->per_rail[i] = m->staged;
@@ -508,39 +269,14 @@ static int install_rail(railwire_railset *rs, unsigned i, struct rw_session_out 
     rw_rail_retire_domain(rs, r->dom);
     free(r->remote);
     rw_rsess_unuse(rs, r->sess);
-    r->dom = res->dom[i];
-    r->ep = res->ep[i];
-    r->remote = res->remote[i];
-    r->n_remote = res->n_remote;
-    rw_railset_update_bases(rs);
-    r->peer = res->peer[i];
+    struct rw_rail_service svc = {.dom = res->dom[i], .ep = res->ep[i],
+                                  .remote = res->remote[i], .n_remote = res->n_remote,
+                                  .peer = res->peer[i], .sess = sess,
+                                  .queue_depth = h->cfg.queue_depth};
     res->dom[i] = NULL;
     res->ep[i] = NULL;
     res->remote[i] = NULL;
-    r->sess = sess;
-    sess->users++;
-    rs->rails_gen++; /* a sleeping poller must watch the new ep */
-    r->depth = rw_rail_depth(h->cfg.queue_depth, r->dom);
-    r->blocked = 0;
-    r->inflight_bytes = 0;
-    r->up_since_ms = now;
-    if (r->dom->max_msg && rs->slice_size > r->dom->max_msg)
-        rs->slice_size = r->dom->max_msg;
-    r->stats.session = sess->id;
-    r->stats.control_up = sess->ctrl_up;
-    r->stats.gbps = r->dom->gbps > 0 ? r->dom->gbps : 1.0;
-    r->inv_gbps = 1.0 / r->stats.gbps;
-    if (r->inv_gbps < rs->min_inv_gbps)
-        rs->min_inv_gbps = r->inv_gbps;
-    snprintf(r->stats.name, sizeof(r->stats.name), "%s", r->dom->name);
-    if (moving)
-        return 0;
-    r->stats.state = RAILWIRE_RAIL_UP;
-    r->stats.down_reason = 0;
-    r->stats.heals++;
-    rs->n_live++;
-    rs->all_down_since_ms = 0;
-    rs->all_down_expired = 0;
+    rw_rail_in_service(rs, i, &svc, now);
     return 0;
 }
 
@@ -579,7 +315,7 @@ static void install(railwire_railset *rs, int64_t now)
         for (unsigned i = 0; i < res.n_rails && i < rs->n_rails; i++) {
             if (!res.ep[i])
                 continue;
-            int was_up = rs->rails[i].stats.state == RAILWIRE_RAIL_UP;
+            int was_up = rw_rail_is_up(&rs->rails[i]);
             rc = install_rail(rs, i, &res, sess, now);
             if (rc == 0) {
                 healed++;
@@ -652,12 +388,12 @@ int rw_heal_wait_fd(const railwire_railset *rs)
     return rs->healer ? rs->healer->wake_fd : -1;
 }
 
-int64_t rw_heal_due_in(const railwire_railset *rs, int64_t now_ms)
+int64_t rw_heal_deadline(const railwire_railset *rs)
 {
     const struct rw_healer *h = rs->healer;
     if (!h || h->in_flight || !h->due_ms)
-        return -1;
-    return h->due_ms > now_ms ? h->due_ms - now_ms : 0;
+        return INT64_MAX;
+    return h->due_ms;
 }
 
 void rw_heal_test_set_port(railwire_railset *rs, const char *port)

@@ -85,20 +85,22 @@ int rw_heal_enable(railwire_railset *rs, const char *host, const struct rw_heal_
  * opened. */
 void rw_heal_disable(railwire_railset *rs);
 
-/* Called by failover when rail i went down: schedules an attempt (damped
- * when the rail had been healed recently). */
+/* Reaction (dispatch.c) to rail i going down: schedules an attempt
+ * (damped when the rail had been healed recently). */
 void rw_heal_rail_lost(railwire_railset *rs, unsigned i, int64_t now_ms);
-/* Called by progress: installs a finished attempt and starts the next one
- * when it is due.  Never blocks. */
+/* The heal timer (dispatch.c, from progress): installs a finished attempt,
+ * putting its rails in service through the rail state machine, and starts
+ * the next one when it is due.  Never blocks. */
 void rw_heal_tick(railwire_railset *rs, int64_t now_ms);
-/* Called when a session's control connection ended: its rails are
- * replaced by a new session's while they still work. */
+/* Reaction (dispatch.c) to a session's control connection ending: its
+ * rails are replaced by a new session's while they still work. */
 void rw_heal_session_ended(railwire_railset *rs);
 /* An fd that becomes readable when an attempt finished (for the wait's
  * poll()), or -1. */
 int rw_heal_wait_fd(const railwire_railset *rs);
-/* Milliseconds until the healer wants a tick (its next attempt), or -1. */
-int64_t rw_heal_due_in(const railwire_railset *rs, int64_t now_ms);
+/* When the healer wants a tick (its next attempt), INT64_MAX: not before
+ * an attempt in progress finishes (its wait fd says when), or never. */
+int64_t rw_heal_deadline(const railwire_railset *rs);
 
 /* Test hooks.  Sets the control port later sessions dial (only before the
  * first attempt starts); returns 1 while an attempt is in progress. */

@@ -5,7 +5,7 @@
 
 #include "common/log.h"
 #include "common/parallel.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/rail_state.h"
 
 /* Registrations at least this big run on every rail in parallel. */
 #define RW_PARALLEL_REG_BYTES (64u << 20)
@@ -84,7 +84,7 @@ static int reg_fixup(struct reg_job *j)
     struct railwire_mr *m = j->m;
     for (unsigned i = 0; i < rs->n_rails; i++) {
         struct rw_rail *r = &rs->rails[i];
-        if (r->dom == j->dom[i] || r->stats.state != RAILWIRE_RAIL_UP)
+        if (r->dom == j->dom[i] || !rw_rail_is_up(r))
             continue;
         if (m->per_rail[i])
             rs->ops->mr_dereg(m->per_rail[i]);
@@ -155,7 +155,7 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
      * lock, so other threads keep moving data meanwhile. */
     rs_lock(rs);
     for (unsigned i = 0; i < rs->n_rails; i++)
-        if (rs->rails[i].stats.state == RAILWIRE_RAIL_UP)
+        if (rw_rail_is_up(&rs->rails[i]))
             j->dom[i] = rs->rails[i].dom;
     rs->regs_busy++;
     rs_unlock(rs);
@@ -166,10 +166,7 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
     if (rc < 0) {
         dereg_all(rs, m);
     } else {
-        m->next = rs->mrs;
-        if (rs->mrs)
-            rs->mrs->prev = m;
-        rs->mrs = m;
+        rw_list_push_head(&rs->mrs, &m->link);
     }
     if (--rs->regs_busy == 0)
         close_graveyard(rs);
@@ -189,12 +186,7 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
 void rw_mr_release(struct railwire_mr *mr)
 {
     railwire_railset *rs = mr->rs;
-    if (mr->prev)
-        mr->prev->next = mr->next;
-    else
-        rs->mrs = mr->next;
-    if (mr->next)
-        mr->next->prev = mr->prev;
+    rw_list_remove(&rs->mrs, &mr->link);
     dereg_all(rs, mr);
     free(mr->per_rail);
     free(mr);

@@ -16,8 +16,10 @@
 #include "common/busy_poll.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "rail/client/dispatch.h"
 #include "rail/client/heal.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/rail_state.h"
+#include "rail/client/xfer.h"
 
 /* rw_slice.rail of a slice that finished with an error. */
 #define RW_SLICE_FAILED (-2)
@@ -27,76 +29,6 @@
  * for out-of-band death signals (ep_check). */
 #define RW_CHECK_INTERVAL_MS 100
 #define RW_MAX_WAIT_MS (24 * 3600 * 1000)
-
-#define RW_XFER_POOL_MAX 256
-
-/* rw_xfer_free and the completion of a transfer, inline in this file's hot
- * paths (deliver, rw_slice_finish); the exported rw_xfer_free serves the rest. */
-/* Frees x's slices and returns x to the pool (or frees it). */
-static inline void xfer_recycle(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x->slices != &x->one)
-        free(x->slices);
-    if (rs->n_pool < RW_XFER_POOL_MAX) {
-        x->next = rs->xfer_pool;
-        rs->xfer_pool = x;
-        rs->n_pool++;
-        return;
-    }
-    free(x);
-}
-
-static inline void xfer_free(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x->n_done < x->n_slices && x->op.mr && x->op.mr->users)
-        x->op.mr->users--; /* never completed: drop its use here */
-    xfer_recycle(rs, x);
-}
-
-void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x)
-        xfer_free(rs, x);
-}
-
-static inline void xfer_complete(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x->op.mr->users)
-        x->op.mr->users--;
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        rs->active_head = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
-    else
-        rs->active_tail = x->prev;
-    x->next = NULL;
-    x->prev = rs->done_tail;
-    if (rs->done_tail)
-        rs->done_tail->next = x;
-    else
-        rs->done_head = x;
-    rs->done_tail = x;
-    rs->n_done++;
-    rs->done_gen++;
-    if (x->sync_owned)
-        rs_wake(x->waiter);
-    else
-        rs->n_async_done++;
-}
-
-void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status)
-{
-    struct rw_xfer *x = s->xfer;
-    if (status) {
-        if (!x->status)
-            x->status = status;
-        s->rail = RW_SLICE_FAILED; /* for the completion's bytes_moved */
-    }
-    if (++x->n_done == x->n_slices)
-        xfer_complete(rs, x);
-}
 
 /* Accounts one completion of rail r; returns a rail-level error (the rail
  * must go down) or 0. */
@@ -154,7 +86,7 @@ static inline int poll_rail(railwire_railset *rs, struct rw_rail *r, struct rw_w
             break;
     }
     if (rail_err)
-        rw_failover_rail_down(rs, r->index, rail_err);
+        rw_rail_report_failed(rs, r->index, rail_err, rw_now_ms());
     return total;
 }
 
@@ -175,37 +107,24 @@ int rw_progress(railwire_railset *rs)
         if (k >= rs->n_busy)
             continue;
         struct rw_rail *r = &rs->rails[rs->busy[k]];
-        if (r->stats.state == RAILWIRE_RAIL_UP)
+        if (rw_rail_is_up(r))
             total += poll_rail(rs, r, wcs);
     }
     int64_t now = rw_now_ms();
     if (busy)
-        rw_failover_check_timeouts(rs, now);
+        rw_detect_timeouts(rs, now);
     if (now >= rs->next_check_ms) {
         rs->next_check_ms = now + RW_CHECK_INTERVAL_MS;
         rw_rsess_check(rs);
-        rw_failover_check_eps(rs);
+        rw_detect_eps(rs, now);
     }
-    if (rs->healer) {
-        rw_heal_tick(rs, now);
-        rw_failover_check_all_down(rs, now);
-    }
+    if (rs->healer)
+        rw_railset_timers(rs, now);
     rw_stripe_schedule(rs);
+    /* The reactions to what the detectors above (and a post error while
+     * scheduling) reported; a lost rail is not chosen meanwhile. */
+    rw_railset_dispatch(rs, now);
     return total;
-}
-
-/* Removes x from the done list. */
-static void done_unlink(railwire_railset *rs, struct rw_xfer *x)
-{
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        rs->done_head = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
-    else
-        rs->done_tail = x->prev;
-    rs->n_done--;
 }
 
 /* The bytes of a failed transfer's slices that completed (the slices that
@@ -222,12 +141,12 @@ static __attribute__((noinline)) uint64_t bytes_moved_failed(const struct rw_xfe
 static int deliver(railwire_railset *rs, railwire_completion *out, int max)
 {
     int n = 0;
-    struct rw_xfer *x = rs->done_head;
+    struct rw_xfer *x = rw_xfer_of(rs->done.head);
     while (n < max && x) {
-        struct rw_xfer *nx = x->next;
+        struct rw_xfer *nx = rw_xfer_of(x->link.next);
         if (!x->sync_owned) {
             /* A synchronous helper's transfer is its own: never taken here. */
-            done_unlink(rs, x);
+            rw_list_remove(&rs->done, &x->link);
             /* Every byte of the completion, reserved space included. */
             railwire_completion *c = &out[n];
             c->handle = x->handle;
@@ -239,7 +158,7 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
             c->reserved[0] = c->reserved[1] = c->reserved[2] = 0;
             if (__builtin_expect(c->status != 0, 0))
                 c->bytes_moved = bytes_moved_failed(x);
-            xfer_recycle(rs, x); /* on the done list: completed, its mr use dropped */
+            rw_xfer_recycle(rs, x); /* on the done list: completed, its mr use dropped */
             rs->n_async--;
             rs->n_async_done--;
             n++;
@@ -268,26 +187,13 @@ static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
         ts.tv_nsec -= 1000000000L;
     }
     w->woken = 0;
-    w->next = NULL;
-    w->prev = rs->wait_tail;
-    if (rs->wait_tail)
-        rs->wait_tail->next = w;
-    else
-        rs->wait_head = w;
-    rs->wait_tail = w;
+    rw_list_push_tail(&rs->waiters, &w->link);
     /* The wait releases the lock: whatever this thread finished meanwhile
      * (perhaps the sleeping poller's own transfer) must reach the others. */
     rs_release_prepare(rs);
     while (!w->woken && pthread_cond_timedwait(&w->cond, &rs->lock, &ts) == 0)
         ;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        rs->wait_head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        rs->wait_tail = w->prev;
+    rw_list_remove(&rs->waiters, &w->link);
 }
 
 /* The poll set of a sleep_on_rails spin (rw_busy_poll_run). */
@@ -303,6 +209,38 @@ static int spin_poll_once(void *arg)
     return poll(s->pfd, s->n, 0);
 }
 
+static void add_fd(struct pollfd *pfd, nfds_t *n, int fd)
+{
+    pfd[*n].fd = fd;
+    pfd[*n].events = POLLIN;
+    pfd[*n].revents = 0;
+    (*n)++;
+}
+
+/* Arms every live rail and puts its wait fd in pfd, then the heal worker's
+ * eventfd.  Sets *busy when slices wait for a live rail or a rail could not
+ * be armed (the sleep must then be short).  Returns the fds set. */
+static nfds_t arm_poll_set(railwire_railset *rs, struct pollfd *pfd, int *busy)
+{
+    nfds_t n = 0;
+    *busy = rs->pending.head != NULL && rs->n_live > 0;
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (!rw_rail_is_up(r))
+            continue;
+        int fd = rs->ops->ep_wait_fd(r->ep);
+        if (fd < 0 || rs->ops->ep_arm(r->ep) < 0) {
+            *busy = 1;
+            continue;
+        }
+        add_fd(pfd, &n, fd);
+    }
+    int hfd = rw_heal_wait_fd(rs);
+    if (hfd >= 0)
+        add_fd(pfd, &n, hfd);
+    return n;
+}
+
 /* With the lock held: sleeps until a rail may have completions, at most ms
  * milliseconds, and returns with the lock held.  While slices are
  * outstanding it first spins for rs->busy_poll_ns (see common/busy_poll.h),
@@ -315,65 +253,24 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         return 0;
     }
     struct pollfd pfd[RAILWIRE_MAX_RAILS + 2];
-    nfds_t n = 0;
-    int busy = rs->pending.head != NULL && rs->n_live > 0, outstanding = 0;
-    int64_t now = rw_now_ms();
-    for (unsigned i = 0; i < rs->n_rails; i++) {
-        struct rw_rail *r = &rs->rails[i];
-        if (r->stats.state != RAILWIRE_RAIL_UP)
-            continue;
-        if (r->outstanding.head) {
-            outstanding = 1;
-            int64_t left = r->outstanding.head->posted_ms + rs->op_timeout_ms + 1 - now;
-            if (left < ms)
-                ms = left < 0 ? 0 : (int)left;
-        }
-        int fd = rs->ops->ep_wait_fd(r->ep);
-        if (fd < 0 || rs->ops->ep_arm(r->ep) < 0) {
-            busy = 1;
-            continue;
-        }
-        pfd[n].fd = fd;
-        pfd[n].events = POLLIN;
-        pfd[n].revents = 0;
-        n++;
-    }
-    /* Out-of-band death signals are looked at every check interval while
-     * work is outstanding. */
-    if (outstanding && rs->ops->ep_check && ms > RW_CHECK_INTERVAL_MS)
-        ms = RW_CHECK_INTERVAL_MS;
-    if (rs->healer) {
-        int64_t due = rw_heal_due_in(rs, now);
-        if (due >= 0 && due < ms)
-            ms = (int)due;
-        if (rs->n_live == 0 && !rs->all_down_expired) {
-            int64_t left = rs->all_down_since_ms + rs->all_down_timeout_ms - now;
-            if (left < ms)
-                ms = left < 0 ? 0 : (int)left;
-        }
-        int hfd = rw_heal_wait_fd(rs);
-        if (hfd >= 0) {
-            pfd[n].fd = hfd;
-            pfd[n].events = POLLIN;
-            pfd[n].revents = 0;
-            n++;
-        }
-    }
-    size_t done_before = rs->n_done;
+    int busy = 0;
+    nfds_t n = arm_poll_set(rs, pfd, &busy);
+    size_t done_before = rs->done.count;
     int got = rw_progress(rs);
     /* A transfer may also finish without a completion being polled (a rail
      * timed out or failed to post and it was the last one): do not sleep
      * then either. */
-    if (got > 0 || rs->n_done != done_before)
+    if (got > 0 || rs->done.count != done_before)
         return got;
+    int outstanding = rs->n_busy > 0;
+    int64_t now = rw_now_ms();
+    int64_t left = rw_railset_next_deadline(rs, now) - now;
+    if (left < ms)
+        ms = left < 0 ? 0 : (int)left;
     if (busy && ms > 1)
         ms = 1;
-    if (rs->kick_fd >= 0) {
-        pfd[n].fd = rs->kick_fd;
-        pfd[n].events = POLLIN;
-        pfd[n].revents = 0;
-        n++;
-    }
+    if (rs->kick_fd >= 0)
+        add_fd(pfd, &n, rs->kick_fd);
     rs->poller = 1;
     rs_notify(rs);
     rs->poller_gen = rs->done_gen;
@@ -402,7 +299,7 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
             rw_debug("progress: reading the kick eventfd failed: %s", strerror(errno));
     }
     /* Let a follower take over the polling if one still waits. */
-    for (struct rw_waiter *f = rs->wait_head; f; f = f->next)
+    rw_list_for_each(f, &rs->waiters, struct rw_waiter, link)
         if (!f->woken) {
             rs_wake(f);
             break;
@@ -417,7 +314,7 @@ int railwire_poll(railwire_railset *rs, railwire_completion *out, int max)
     rs_lock(rs);
     rw_progress(rs);
     int n = deliver(rs, out, max);
-    int others = rs->wait_head != NULL;
+    int others = rs->waiters.head != NULL;
     rs_unlock(rs);
     /* A caller that polls in a loop must not starve the threads that wait
      * for the lock or for their completions: give way when it got nothing. */
@@ -481,11 +378,11 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
     int64_t deadline = rw_now_ms() + timeout_ms;
     for (;;) {
         struct rw_xfer *x;
-        for (x = rs->done_head; x; x = x->next)
+        for (x = rw_xfer_of(rs->done.head); x; x = rw_xfer_of(x->link.next))
             if (x->handle == h)
                 break;
         if (x) {
-            done_unlink(rs, x);
+            rw_list_remove(&rs->done, &x->link);
             rc = x->status;
             rw_xfer_free(rs, x);
             break;
@@ -494,7 +391,7 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
         if (left == 0) {
             /* Still pending: it completes later and is delivered by
              * poll/wait like any other transfer. */
-            for (x = rs->active_head; x; x = x->next)
+            for (x = rw_xfer_of(rs->active.head); x; x = rw_xfer_of(x->link.next))
                 if (x->handle == h) {
                     x->sync_owned = 0;
                     x->waiter = NULL;
@@ -509,8 +406,8 @@ static int sync_op(railwire_railset *rs, enum railwire_opcode opc, railwire_mr *
         /* Sleep only if this round finished nothing: a transfer failed by
          * the op timeout or a failed post finishes with no completion
          * polled, and sleeping then would wait for the whole timeout. */
-        size_t done_before = rs->n_done;
-        if (rw_progress(rs) == 0 && rs->n_done == done_before)
+        size_t done_before = rs->done.count;
+        if (rw_progress(rs) == 0 && rs->done.count == done_before)
             sleep_on_rails(rs, &w, left);
     }
     rs_unlock(rs);

@@ -91,6 +91,68 @@ static int check_opts(const char *host, const char *port, const railwire_railset
     return rw_busy_poll_check("connect", o->busy_poll_us);
 }
 
+/* Builds the railset over the rails of opened session `so` (session 0,
+ * with so's control connection).  Returns 0 and *out, or an error; so is
+ * closed either way (what the railset took over is no longer in it). */
+static int railset_of_session(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
+                              struct rw_session_out *so, railwire_railset **out)
+{
+    struct rw_rail_init *init = calloc(so->n_rails, sizeof(*init));
+    if (!init) {
+        rw_session_close(ops, so);
+        rw_err("connect: out of memory");
+        return RAILWIRE_E_NOMEM;
+    }
+    for (unsigned i = 0; i < so->n_rails; i++) {
+        init[i].dom = so->dom[i];
+        init[i].ep = so->ep[i];
+        init[i].remote = so->remote[i];
+        init[i].n_remote = so->n_remote;
+        init[i].peer = so->peer[i];
+    }
+    railwire_railset *rs;
+    int rc = rw_railset_create_local(ops, o, init, so->n_rails, &rs);
+    free(init);
+    if (rc < 0) {
+        rw_session_close(ops, so);
+        return rc;
+    }
+    /* The railset owns the domains and eps now; the copies of the remote
+     * regions are its own. */
+    for (unsigned i = 0; i < so->n_rails; i++) {
+        so->dom[i] = NULL;
+        so->ep[i] = NULL;
+    }
+    struct rw_rsess *s0 = rs->sessions;
+    s0->fd = so->fd;
+    s0->had_ctrl = s0->ctrl_up = 1;
+    for (unsigned i = 0; i < so->n_rails; i++)
+        rs->rails[i].stats.control_up = 1;
+    so->fd = -1;
+    rw_session_close(ops, so);
+    *out = rs;
+    return 0;
+}
+
+/* Turns healing on for rs with o's healing options.  Returns 0 or an
+ * error (logged). */
+static int enable_healing(railwire_railset *rs, const char *host, const char *port,
+                          const railwire_railset_opts *o)
+{
+    struct rw_heal_cfg hc;
+    int rc = heal_cfg(&hc, rs->ops, port, o, rs->n_layers);
+    if (rc == 0)
+        return rw_heal_enable(rs, host, &hc, rw_heal_open_network, NULL);
+    for (unsigned i = 0; i < hc.n_rails; i++) {
+        free(hc.local_addr ? hc.local_addr[i] : NULL);
+        free(hc.device ? hc.device[i] : NULL);
+    }
+    free(hc.local_addr);
+    free(hc.device);
+    rw_err("connect: out of memory");
+    return rc;
+}
+
 int railwire_railset_connect(const char *host, const char *port, const railwire_railset_opts *o,
                              railwire_railset **out)
 {
@@ -126,53 +188,12 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     if (rc < 0)
         return rc;
 
-    struct rw_rail_init *init = calloc(so.n_rails, sizeof(*init));
-    if (!init) {
-        rw_session_close(sp.ops, &so);
-        rw_err("connect: out of memory");
-        return RAILWIRE_E_NOMEM;
-    }
-    for (unsigned i = 0; i < so.n_rails; i++) {
-        init[i].dom = so.dom[i];
-        init[i].ep = so.ep[i];
-        init[i].remote = so.remote[i];
-        init[i].n_remote = so.n_remote;
-        init[i].peer = so.peer[i];
-    }
     railwire_railset *rs;
-    rc = rw_railset_create_local(sp.ops, o, init, so.n_rails, &rs);
-    free(init);
-    if (rc < 0) {
-        rw_session_close(sp.ops, &so);
+    rc = railset_of_session(sp.ops, o, &so, &rs);
+    if (rc < 0)
         return rc;
-    }
-    /* The railset owns the domains and eps now; the copies of the remote
-     * regions are its own. */
-    for (unsigned i = 0; i < so.n_rails; i++) {
-        so.dom[i] = NULL;
-        so.ep[i] = NULL;
-    }
-    struct rw_rsess *s0 = rs->sessions;
-    s0->fd = so.fd;
-    s0->had_ctrl = s0->ctrl_up = 1;
-    for (unsigned i = 0; i < so.n_rails; i++)
-        rs->rails[i].stats.control_up = 1;
-    so.fd = -1;
-    rw_session_close(sp.ops, &so);
     if (o->heal) {
-        struct rw_heal_cfg hc;
-        rc = heal_cfg(&hc, sp.ops, port, o, rs->n_layers);
-        if (rc == 0) {
-            rc = rw_heal_enable(rs, host, &hc, rw_heal_open_network, NULL);
-        } else {
-            for (unsigned i = 0; i < hc.n_rails; i++) {
-                free(hc.local_addr ? hc.local_addr[i] : NULL);
-                free(hc.device ? hc.device[i] : NULL);
-            }
-            free(hc.local_addr);
-            free(hc.device);
-            rw_err("connect: out of memory");
-        }
+        rc = enable_healing(rs, host, port, o);
         if (rc < 0) {
             railwire_railset_close(rs);
             return rc;

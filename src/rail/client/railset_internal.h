@@ -20,6 +20,7 @@
 
 #include <railwire/railset.h>
 
+#include "common/list.h"
 #include "transport/transport.h"
 #include "wire/wire.h"
 
@@ -33,16 +34,28 @@
 struct rw_xfer;
 struct rw_healer;
 
+/* A rail's state (rail_state.h is its only writer). */
+enum rw_rail_st { RW_RAIL_NEW = 0, RW_RAIL_UP, RW_RAIL_DOWN };
+
+/* Events reported by the detectors and not yet reacted to (rail_state.c
+ * writes them, dispatch.c drains them). */
+struct rw_rail_events {
+    unsigned pending;         /* n_lost + control_ended: one test on the hot path */
+    unsigned lost_head, n_lost;
+    int control_ended;        /* a session's control connection ended */
+    uint8_t lost[RAILWIRE_MAX_RAILS]; /* rails that went down, oldest first (a ring) */
+};
+
 /* A thread that waits for completions while another one (the poller)
  * sleeps in poll() for everybody.  Lives on the waiting thread's stack,
  * linked in the railset's list while it waits; woken one at a time: for
  * its own transfer (handle != 0, a synchronous helper), for an async
  * completion (handle 0, railwire_wait), or to take over the polling. */
 struct rw_waiter {
+    struct rw_list_node link; /* in the railset's waiters */
     pthread_cond_t cond;
     railwire_handle handle;
     int woken;
-    struct rw_waiter *prev, *next;
 };
 
 /* One session (one control connection) some rails of the railset belong
@@ -61,24 +74,25 @@ struct rw_rsess {
  * transfer's slice array; linked into exactly one list at a time: the
  * railset's pending FIFO or its rail's outstanding list (oldest first). */
 struct rw_slice {
+    struct rw_list_node link; /* first: a NULL node is a NULL slice */
     struct rw_xfer *xfer;
     size_t offset;            /* from the start of the transfer */
     uint32_t length;
     int rail;                 /* rail carrying it, -1 while pending */
     int64_t posted_ms;        /* when it was posted on `rail` */
     unsigned tries;           /* times it was posted (and not merely taken back) */
-    struct rw_slice *prev, *next;
 };
 
-/* A doubly linked list of slices. */
-struct rw_slice_list {
-    struct rw_slice *head, *tail;
-    size_t count;
-};
+/* The slice of list node n (NULL for NULL). */
+static inline struct rw_slice *rw_slice_of(struct rw_list_node *n)
+{
+    return rw_list_entry_or_null(n, struct rw_slice, link);
+}
 
 /* One submitted transfer.  Owned by the railset from submit until it has
  * been delivered by poll/wait (or the railset is closed). */
 struct rw_xfer {
+    struct rw_list_node link; /* first; in the active or done list (link.next: in the pool) */
     railwire_handle handle;
     railwire_op op;
     int status;               /* first error of any slice, 0 while fine */
@@ -87,7 +101,6 @@ struct rw_xfer {
     size_t n_slices;
     size_t n_done;            /* slices finished (success or final error) */
     struct rw_slice *slices;  /* n_slices entries: `one` or owned */
-    struct rw_xfer *prev, *next; /* in the active or done list (next: in the pool) */
     struct rw_slice one;      /* the slice of a single-slice transfer (no allocation) */
 };
 
@@ -102,24 +115,25 @@ struct rw_rail {
     unsigned depth;           /* bound on outstanding slices */
     int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
     uint64_t inflight_bytes;
-    struct rw_slice_list outstanding; /* change it through rw_rail_out_push/_remove */
+    struct rw_list outstanding; /* slices; change it through rw_rail_out_push/_remove */
     int busy_pos;             /* index in the railset's busy set, -1 while nothing is outstanding */
     struct rw_qp_id peer;     /* the server's identity of this rail (its GID says where) */
     double inv_gbps;          /* 1 / stats.gbps: the load's scale, kept for the rail choice */
     struct rw_rsess *sess;    /* the session it belongs to */
     int64_t up_since_ms;      /* when it was (last) put in service */
-    railwire_rail_stats stats;
+    enum rw_rail_st st;       /* written by rail_state.c only */
+    railwire_rail_stats stats; /* counters; .state is derived (rw_rail_public_state) */
 };
 
 /* A local registration: one rw_mr per rail's domain. */
 struct railwire_mr {
+    struct rw_list_node link; /* in the railset's mrs */
     railwire_railset *rs;
     void *addr;
     size_t len;
     unsigned users;           /* unfinished transfers that use it */
     struct rw_mr **per_rail;  /* owned: one per rail (NULL where none) */
     struct rw_mr *staged;     /* healing: the registration on a rail being installed */
-    struct railwire_mr *prev, *next;
 };
 
 struct railwire_railset {
@@ -135,7 +149,7 @@ struct railwire_railset {
     pthread_mutex_t lock;
     atomic_uint lock_waiters; /* threads blocked in rs_lock (contended only) */
     int poller;               /* a thread sleeps in poll() for everyone */
-    struct rw_waiter *wait_head, *wait_tail; /* followers, oldest first */
+    struct rw_list waiters;   /* followers (struct rw_waiter), oldest first */
     size_t n_async_done;      /* async transfers finished and not yet delivered */
     uint64_t done_gen;        /* bumped whenever a transfer finishes */
     uint64_t poller_gen;      /* done_gen when the poller went to sleep (or was kicked) */
@@ -143,7 +157,8 @@ struct railwire_railset {
     uint64_t poller_rails_gen; /* rails_gen when the poller built its poll set */
     int kick_fd;              /* eventfd in the poller's poll set, -1 if none */
     size_t n_async;           /* submitted by submit/submit_batch, not yet delivered */
-    struct rw_xfer *xfer_pool; /* freed transfers kept for reuse (no allocation per transfer) */
+    struct rw_list_node *xfer_pool; /* freed transfers kept for reuse (no allocation per
+                                       transfer), chained through link.next */
     unsigned n_pool;
     uint64_t *layer_max_base; /* per layer: the largest base_addr over the rails (overflow check) */
     unsigned regs_busy;       /* registrations running without the lock */
@@ -151,7 +166,7 @@ struct railwire_railset {
     const struct rw_transport_ops *ops;
     enum railwire_dialect dialect;
     unsigned n_rails;
-    unsigned n_live;
+    unsigned n_live;          /* rails UP (rail_state.c) */
     unsigned n_layers;        /* RO: layers per rail; RW: 1 */
     size_t slice_size;        /* effective (<= every rail's max_msg) */
     int op_timeout_ms;
@@ -166,6 +181,7 @@ struct railwire_railset {
     int64_t all_down_since_ms; /* when the last live rail went down (n_live == 0) */
     int all_down_expired;     /* the bound ran out: submits fail until a rail heals */
     int64_t next_check_ms;    /* next control-connection and ep_check pass */
+    struct rw_rail_events ev; /* reported, not yet dispatched */
     railwire_handle next_handle;
     unsigned rr_start;        /* where the next rail choice starts scanning */
     struct rw_rail *rails;    /* n_rails entries, owned */
@@ -177,11 +193,10 @@ struct railwire_railset {
                                  progress polls and checks only these */
     unsigned n_busy;
     unsigned n_blocked;       /* rails whose ep_post took fewer than offered */
-    struct rw_slice_list pending; /* slices waiting for a rail, in order */
-    struct rw_xfer *active_head, *active_tail; /* submitted, not finished */
-    struct rw_xfer *done_head, *done_tail;     /* finished, not delivered */
-    size_t n_done;
-    struct railwire_mr *mrs;  /* every live registration */
+    struct rw_list pending;   /* slices waiting for a rail, in order */
+    struct rw_list active;    /* transfers submitted, not finished */
+    struct rw_list done;      /* transfers finished, not delivered */
+    struct rw_list mrs;       /* every live registration (railwire_mr) */
     /* ops->mr_reg_multi (verbs: in parallel per device, reusing a device's
      * registration), or NULL: mr_reg on each domain. */
     int (*reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
@@ -213,7 +228,7 @@ void rs_release_slow(railwire_railset *rs);
  * waiting or polling there is nobody to wake or kick. */
 static inline void rs_release_prepare(railwire_railset *rs)
 {
-    if (rs->wait_head || rs->poller)
+    if (rs->waiters.head || rs->poller)
         rs_release_slow(rs);
 }
 /* Releases the lock, waking waiters (and kicking a sleeping poller) when
@@ -229,24 +244,7 @@ void rs_wake(struct rw_waiter *w);
  * Returns 0 or -1. */
 int rw_cond_init_monotonic(pthread_cond_t *c);
 
-/* One rail handed to rw_railset_create_local(). */
-struct rw_rail_init {
-    struct rw_domain *dom;          /* ownership passes to the railset on success */
-    struct rw_ep *ep;               /* connected; ownership passes on success */
-    const struct rw_mr_desc *remote; /* copied */
-    unsigned n_remote;              /* RO: layer count (same on every rail); RW: 1 */
-    struct rw_qp_id peer;           /* the server's identity of the rail (zero: unknown) */
-};
-
-/* Builds a railset over `n` connected rails of transport `ops`, with the
- * options of `o` (slice size, depth, op timeout, dialect, all-down bound,
- * slice tries; healing itself is turned on by the caller with
- * rw_heal_enable).  The rails belong to session 0, which has no control
- * connection until the caller gives it one.  Returns 0 and *out (caller owns; railwire_railset_close), or
- * RAILWIRE_E_INVALID / RAILWIRE_E_NOMEM, in which case nothing of `rails`
- * was taken over. */
-int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_railset_opts *o,
-                            const struct rw_rail_init *rails, unsigned n, railwire_railset **out);
+#include "rail/client/railset_local.h"
 
 /* --- slice lists, outstanding lists and the busy set: railset_lists.h --- */
 
@@ -295,53 +293,49 @@ static inline int rw_stripe_schedule(railwire_railset *rs)
 int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len);
 
 /* --- progress.c --- */
-/* Polls every live rail, accounts completions, checks op timeouts and
- * schedules pending slices.  Returns the number of completions processed. */
+/* Polls every live rail, accounts completions, runs the detectors, the
+ * dispatch of their events and the timers, and schedules pending slices.
+ * Returns the number of completions processed. */
 int rw_progress(railwire_railset *rs);
-/* Marks one slice finished with `status` (0 = its bytes moved); completes
- * its transfer when it was the last one. */
-void rw_slice_finish(railwire_railset *rs, struct rw_slice *s, int status);
-/* Frees a transfer (back to the railset's pool) and drops its
- * registration's use count. */
-void rw_xfer_free(railwire_railset *rs, struct rw_xfer *x);
 /* Recomputes layer_max_base after a rail's remote regions changed. */
 void rw_railset_update_bases(railwire_railset *rs);
 
-/* --- sessions (railset.c) --- */
+/* --- sessions (rsess.c) --- */
 /* Adds a session with control connection fd (-1: none; ownership passes).
  * Returns it, or NULL (out of memory: fd is closed). */
 struct rw_rsess *rw_rsess_add(railwire_railset *rs, int fd);
 /* Drops one rail's use of s; the last one closes its control connection
  * and frees it. */
 void rw_rsess_unuse(railwire_railset *rs, struct rw_rsess *s);
-/* Checks every session's control connection without blocking; logs and
- * records the ones that ended. */
+/* Detector: checks every session's control connection without blocking;
+ * an ended one is reported to the rail state machine. */
 void rw_rsess_check(railwire_railset *rs);
 
-/* --- failover.c --- */
-/* Takes rail `i` down for `reason`: kills its ep, moves its unfinished
- * slices to the front of the pending FIFO (or fails everything when no rail
- * is left).  Idempotent. */
-void rw_failover_rail_down(railwire_railset *rs, unsigned i, int reason);
+/* --- detect.c (detectors: they report to rail_state.h, nothing else) --- */
+/* Reports rails whose oldest outstanding slice is older than the op timeout. */
+void rw_detect_timeouts(railwire_railset *rs, int64_t now_ms);
+/* Asks each live rail's transport for out-of-band death signals
+ * (ops->ep_check) and reports the dead ones. */
+void rw_detect_eps(railwire_railset *rs, int64_t now_ms);
+
+/* --- failover.c (reactions, called by dispatch.c and heal.c) --- */
+/* Reaction to lost rail `i` (already DOWN in the state machine): kills its
+ * ep, moves its unfinished slices to the front of the pending FIFO (or
+ * fails everything when no rail is left and healing is off). */
+void rw_failover_take_down(railwire_railset *rs, unsigned i);
 /* Kills the ep of live rail i that is about to be replaced (healing moves
  * it to a new session) and takes its unfinished slices back to the pending
  * FIFO; the rail stays up.  The caller installs the new ep at once. */
 void rw_failover_rail_retire(railwire_railset *rs, unsigned i);
-/* Kills rails whose oldest outstanding slice is older than the op timeout. */
-void rw_failover_check_timeouts(railwire_railset *rs, int64_t now_ms);
 /* Completes every unfinished transfer with `status` (no rail left). */
 void rw_failover_fail_all(railwire_railset *rs, int status);
+/* The all-down bound ran out: logs and fails everything. */
+void rw_failover_all_down_expired(railwire_railset *rs);
 /* True when `status` of a completion means the rail itself failed. */
 static inline int rw_failover_is_rail_error(int status)
 {
     return status != 0 && status != RAILWIRE_E_REMOTE_ACCESS;
 }
-/* With healing: fails everything once no rail has been live for the
- * all-down bound.  Returns 1 when it did. */
-int rw_failover_check_all_down(railwire_railset *rs, int64_t now_ms);
-/* Asks each live rail's transport for out-of-band death signals
- * (ops->ep_check) and fails over the dead ones. */
-void rw_failover_check_eps(railwire_railset *rs);
 
 #include "rail/client/railset_lists.h"
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The slice lists and the rails' outstanding lists with their busy set:
- * inline, because every slice passes through them two or three times per
- * transfer (pending -> outstanding -> finished), from stripe.c,
- * progress.c and failover.c.  Included by railset_internal.h; the lock is
+/* The rails' outstanding lists with their busy set (common/list.h lists
+ * of slices): inline, because every slice passes through them once per
+ * transfer, from stripe.c, progress.c and failover.c.  Included by railset_internal.h; the lock is
  * held wherever they are used. */
 #ifndef RW_RAIL_RAILSET_LISTS_H
 #define RW_RAIL_RAILSET_LISTS_H
@@ -10,54 +9,17 @@
 #error "src/rail/client/ is private to the client (docs/architecture.md)"
 #endif
 
-#include <string.h>
 
-static inline void rw_slice_list_push_tail(struct rw_slice_list *l, struct rw_slice *s)
+/* The transfer of list node n (NULL for NULL). */
+static inline struct rw_xfer *rw_xfer_of(struct rw_list_node *n)
 {
-    s->next = NULL;
-    s->prev = l->tail;
-    if (l->tail)
-        l->tail->next = s;
-    else
-        l->head = s;
-    l->tail = s;
-    l->count++;
-}
-
-/* Inserts the slices of `src`, in their order, before the head of `l`;
- * empties `src`. */
-static inline void rw_slice_list_prepend(struct rw_slice_list *l, struct rw_slice_list *src)
-{
-    if (!src->head)
-        return;
-    src->tail->next = l->head;
-    if (l->head)
-        l->head->prev = src->tail;
-    else
-        l->tail = src->tail;
-    l->head = src->head;
-    l->count += src->count;
-    memset(src, 0, sizeof(*src));
-}
-
-static inline void rw_slice_list_remove(struct rw_slice_list *l, struct rw_slice *s)
-{
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        l->head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    else
-        l->tail = s->prev;
-    s->prev = s->next = NULL;
-    l->count--;
+    return rw_list_entry_or_null(n, struct rw_xfer, link);
 }
 
 /* Adds s to rail r's outstanding list / removes it (keeping the busy set). */
 static inline void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
 {
-    rw_slice_list_push_tail(&r->outstanding, s);
+    rw_list_push_tail(&r->outstanding, &s->link);
     if (r->busy_pos < 0) {
         r->busy_pos = (int)rs->n_busy;
         rs->busy[rs->n_busy++] = r->index;
@@ -66,7 +28,7 @@ static inline void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, str
 
 static inline void rw_rail_out_remove(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
 {
-    rw_slice_list_remove(&r->outstanding, s);
+    rw_list_remove(&r->outstanding, &s->link);
     if (r->outstanding.count == 0 && r->busy_pos >= 0) {
         unsigned last = rs->busy[--rs->n_busy];
         rs->busy[r->busy_pos] = last;

@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/rail_state.h"
 
 
 int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, struct rw_xfer **out)
@@ -16,9 +16,9 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, st
     size_t slice = rs->slice_size;
     /* No division for the common single-slice transfer. */
     size_t n = op->length <= slice ? 1 : op->length / slice + (op->length % slice ? 1 : 0);
-    struct rw_xfer *x = rs->xfer_pool;
+    struct rw_xfer *x = rw_xfer_of(rs->xfer_pool);
     if (x) {
-        rs->xfer_pool = x->next;
+        rs->xfer_pool = x->link.next;
         rs->n_pool--;
     } else {
         x = malloc(sizeof(*x));
@@ -41,7 +41,6 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, st
     x->n_slices = n;
     x->n_done = 0;
     x->slices = s;
-    x->next = NULL;
     for (size_t i = 0; i < n; i++) {
         s[i].xfer = x;
         s[i].offset = i * slice;
@@ -51,15 +50,10 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, st
         s[i].posted_ms = 0;
         s[i].tries = 0;
         if (!direct || n != 1)
-            rw_slice_list_push_tail(&rs->pending, &s[i]);
+            rw_list_push_tail(&rs->pending, &s[i].link);
     }
     op->mr->users++;
-    x->prev = rs->active_tail;
-    if (rs->active_tail)
-        rs->active_tail->next = x;
-    else
-        rs->active_head = x;
-    rs->active_tail = x;
+    rw_list_push_tail(&rs->active, &x->link);
     *out = x;
     return 0;
 }
@@ -75,7 +69,7 @@ int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
         if (i == rs->n_rails)
             i = 0;
         const struct rw_rail *r = &rs->rails[i];
-        if (r->stats.state != RAILWIRE_RAIL_UP || r->blocked || r->outstanding.count >= r->depth)
+        if (!rw_rail_is_up(r) || r->blocked || r->outstanding.count >= r->depth)
             continue;
         /* An idle rail of the fastest kind: nothing can be less loaded (every
          * other load is at least len * min_inv_gbps), so no load computed. */
@@ -109,24 +103,23 @@ static inline void fill_wr(const railwire_railset *rs, const struct rw_rail *r, 
  * of the pending FIFO, in order. */
 static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
 {
-    struct rw_slice_list back = {0};
+    struct rw_list back = {0};
     for (size_t j = 0; j < k; j++) {
-        struct rw_slice *s = r->outstanding.tail;
+        struct rw_slice *s = rw_slice_of(r->outstanding.tail);
         rw_rail_out_remove(rs, r, s);
         r->inflight_bytes -= s->length;
         s->rail = -1;
         s->tries--; /* never reached the transport */
-        struct rw_slice_list one = {s, s, 1};
-        rw_slice_list_prepend(&back, &one);
+        rw_list_push_head(&back, &s->link);
     }
-    rw_slice_list_prepend(&rs->pending, &back);
+    rw_list_prepend(&rs->pending, &back);
 }
 
 void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s)
 {
     int ri = rw_stripe_pick_rail(rs, s->length);
     if (ri < 0) {
-        rw_slice_list_push_tail(&rs->pending, s);
+        rw_list_push_tail(&rs->pending, &s->link);
         rw_stripe_schedule(rs);
         return;
     }
@@ -148,7 +141,7 @@ void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s)
     if (rc < 0) {
         rw_warn("rail %u (%s): posting failed (%s); failing over", (unsigned)ri, r->stats.name,
                 railwire_strerror(rc));
-        rw_failover_rail_down(rs, (unsigned)ri, rc);
+        rw_rail_report_failed(rs, (unsigned)ri, rc, s->posted_ms);
     } else {
         if (!r->blocked)
             rs->n_blocked++;
@@ -167,7 +160,7 @@ static size_t schedule_round(railwire_railset *rs)
     unsigned used_lo = rs->n_rails, used_hi = 0;
 
     while (rs->pending.head) {
-        struct rw_slice *s = rs->pending.head;
+        struct rw_slice *s = rw_slice_of(rs->pending.head);
         int ri = rw_stripe_pick_rail(rs, s->length);
         if (ri < 0 || cnt[ri] == batch)
             break;
@@ -179,7 +172,7 @@ static size_t schedule_round(railwire_railset *rs)
             used_hi = (unsigned)ri + 1;
         struct rw_rail *r = &rs->rails[ri];
         rs->rr_start = (unsigned)ri + 1;
-        rw_slice_list_remove(&rs->pending, s);
+        rw_list_remove(&rs->pending, &s->link);
         s->rail = ri;
         s->posted_ms = now;
         s->tries++;
@@ -200,7 +193,7 @@ static size_t schedule_round(railwire_railset *rs)
             unpost_tail(rs, r, n);
             rw_warn("rail %u (%s): posting failed (%s); failing over", i, r->stats.name,
                     railwire_strerror(rc));
-            rw_failover_rail_down(rs, i, rc);
+            rw_rail_report_failed(rs, i, rc, now);
             continue;
         }
         if ((size_t)rc > n)

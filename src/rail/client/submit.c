@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "rail/client/railset_internal.h"
+#include "common/time.h"
+#include "rail/client/dispatch.h"
 
 /* Returns the error of an op that validate() refused, with the reason
  * logged: the checks one by one, kept off the submit path. */
@@ -132,6 +133,8 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
         rw_stripe_post_one(rs, &x->one);
     else
         rw_stripe_schedule(rs);
+    if (rw_rail_events_pending(rs)) /* a post failed */
+        rw_railset_dispatch_run(rs, rw_now_ms());
     return 0;
 }
 
@@ -176,6 +179,8 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
         handles[k] = x->handle;
     }
     rw_stripe_schedule(rs);
+    if (rw_rail_events_pending(rs)) /* a post failed */
+        rw_railset_dispatch_run(rs, rw_now_ms());
     rs_unlock(rs);
     if (k == 0 && rc < 0)
         return rc;

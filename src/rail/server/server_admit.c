@@ -227,10 +227,10 @@ void rw_srv_admit(struct railwire_server *srv, int fd, const struct sockaddr_sto
         return;
     }
     int evicted = 0;
-    if (srv->pending.n >= srv->max_pending && srv->pending.head) {
-        struct rw_conn *old = srv->pending.head;
-        rw_warn_rl("server: %u connections are in their handshake (max_pending); closing the "
-                   "oldest, %s (%lld ms old), to take %s", srv->pending.n, old->name,
+    if (srv->pending.count >= srv->max_pending && srv->pending.head) {
+        struct rw_conn *old = rw_conn_of(srv->pending.head);
+        rw_warn_rl("server: %zu connections are in their handshake (max_pending); closing the "
+                   "oldest, %s (%lld ms old), to take %s", srv->pending.count, old->name,
                    (long long)(rw_now_ms() - old->born_ms), name);
         rw_conn_drop(old);
         evicted = 1;

@@ -20,6 +20,7 @@
 
 #include <railwire/server.h>
 
+#include "common/list.h"
 #include "rail/session/device_spec.h"
 #include "transport/transport.h"
 #include "wire/handshake.h"
@@ -110,8 +111,14 @@ struct rw_conn {
     struct rw_tls_conn *tls;
     int tls_state;                /* enum rw_conn_tls_state */
     int tls_saw_byte;             /* the client has sent its first TLS bytes */
-    struct rw_conn *prev, *next;  /* in one of the loop's lists */
+    struct rw_list_node link;     /* in one of the loop's lists */
 };
+
+/* The conn of list node n (NULL for NULL). */
+static inline struct rw_conn *rw_conn_of(struct rw_list_node *n)
+{
+    return rw_list_entry_or_null(n, struct rw_conn, link);
+}
 
 /* Where a connection's TLS handshake stands. */
 enum rw_conn_tls_state {
@@ -123,13 +130,6 @@ enum rw_conn_tls_state {
 
 struct rw_tls_conn;
 struct rw_srv_tls;
-
-/* A doubly linked list with a count; conns are appended at the tail, so the
- * pending list runs oldest first. */
-struct rw_conn_list {
-    struct rw_conn *head, *tail;
-    unsigned n;
-};
 
 struct railwire_server {
     /* Set by create, read-only afterwards. */
@@ -161,7 +161,8 @@ struct railwire_server {
     atomic_int stop;
 
     /* Loop-owned. */
-    struct rw_conn_list pending, sessions, closing, dead;
+    struct rw_list pending, sessions, closing, dead; /* conns, appended at the tail (the
+                                                        pending list runs oldest first) */
     struct rw_srv_peer *peers[RW_PEER_BUCKETS];
     unsigned slots_held;      /* live sessions + handshakes past the params */
     int accept_paused;
@@ -283,10 +284,9 @@ void rw_srv_count_registration(struct railwire_server *srv, uint64_t bytes, uint
 void rw_srv_rail_census(struct railwire_server *srv);
 
 /* ---- lists (server_loop.c) */
-void rw_conn_list_add(struct rw_conn_list *l, struct rw_conn *c);
-void rw_conn_list_del(struct rw_conn_list *l, struct rw_conn *c);
+
 /* The list conn is on, given its phase. */
-struct rw_conn_list *rw_conn_list_of(struct railwire_server *srv, const struct rw_conn *c);
+struct rw_list *rw_conn_list_of(struct railwire_server *srv, const struct rw_conn *c);
 /* Moves conn to `phase` (and to that phase's list). */
 void rw_conn_set_phase(struct rw_conn *c, enum rw_conn_phase phase);
 

@@ -22,33 +22,7 @@
 #define RW_ACCEPT_BURST 64   /* accepts per listener per wakeup: the others get a turn */
 #define RW_LOOP_IDLE_MS 1000
 
-void rw_conn_list_add(struct rw_conn_list *l, struct rw_conn *c)
-{
-    c->next = NULL;
-    c->prev = l->tail;
-    if (l->tail)
-        l->tail->next = c;
-    else
-        l->head = c;
-    l->tail = c;
-    l->n++;
-}
-
-void rw_conn_list_del(struct rw_conn_list *l, struct rw_conn *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        l->tail = c->prev;
-    c->prev = c->next = NULL;
-    l->n--;
-}
-
-struct rw_conn_list *rw_conn_list_of(struct railwire_server *srv, const struct rw_conn *c)
+struct rw_list *rw_conn_list_of(struct railwire_server *srv, const struct rw_conn *c)
 {
     switch (c->phase) {
     case RW_CONN_HANDSHAKE:
@@ -67,15 +41,15 @@ struct rw_conn_list *rw_conn_list_of(struct railwire_server *srv, const struct r
 
 void rw_conn_set_phase(struct rw_conn *c, enum rw_conn_phase phase)
 {
-    struct rw_conn_list *from = rw_conn_list_of(c->srv, c);
+    struct rw_list *from = rw_conn_list_of(c->srv, c);
     c->phase = phase;
-    struct rw_conn_list *to = rw_conn_list_of(c->srv, c);
+    struct rw_list *to = rw_conn_list_of(c->srv, c);
     if (from == to)
         return;
     if (from)
-        rw_conn_list_del(from, c);
+        rw_list_remove(from, &c->link);
     if (to)
-        rw_conn_list_add(to, c);
+        rw_list_push_tail(to, &c->link);
 }
 
 int rw_srv_watch(struct rw_conn *c, unsigned events)
@@ -164,11 +138,11 @@ static int64_t min64(int64_t a, int64_t b)
 static int next_timeout(const struct railwire_server *srv, int64_t now)
 {
     int64_t next = now + RW_LOOP_IDLE_MS;
-    if (srv->sessions.n)
+    if (srv->sessions.count)
         next = min64(next, srv->next_tick_ms);
-    for (const struct rw_conn *c = srv->pending.head; c; c = c->next)
+    for (const struct rw_conn *c = rw_conn_of(srv->pending.head); c; c = rw_conn_of(c->link.next))
         next = min64(next, c->deadline_ms);
-    for (const struct rw_conn *c = srv->closing.head; c; c = c->next)
+    for (const struct rw_conn *c = rw_conn_of(srv->closing.head); c; c = rw_conn_of(c->link.next))
         next = min64(next, c->deadline_ms);
     if (srv->accept_paused)
         next = min64(next, srv->accept_resume_ms);
@@ -178,8 +152,8 @@ static int next_timeout(const struct railwire_server *srv, int64_t now)
 static void free_dead(struct railwire_server *srv)
 {
     while (srv->dead.head) {
-        struct rw_conn *c = srv->dead.head;
-        rw_conn_list_del(&srv->dead, c);
+        struct rw_conn *c = rw_conn_of(srv->dead.head);
+        rw_list_remove(&srv->dead, &c->link);
         if (c->hs_live)
             rw_hs_server_fini(&c->hs);
         rw_conn_tls_free(c);
@@ -195,19 +169,19 @@ static void free_dead(struct railwire_server *srv)
 static void run_timers(struct railwire_server *srv, int64_t now)
 {
     struct rw_conn *c, *next;
-    for (c = srv->pending.head; c; c = next) {
-        next = c->next;
+    for (c = rw_conn_of(srv->pending.head); c; c = next) {
+        next = rw_conn_of(c->link.next);
         if (now >= c->deadline_ms)
             rw_conn_expired(c, now);
     }
-    for (c = srv->closing.head; c; c = next) {
-        next = c->next;
+    for (c = rw_conn_of(srv->closing.head); c; c = next) {
+        next = rw_conn_of(c->link.next);
         if (now >= c->deadline_ms)
             rw_conn_expired(c, now);
     }
     if (now >= srv->next_tick_ms) {
-        for (c = srv->sessions.head; c; c = next) {
-            next = c->next;
+        for (c = rw_conn_of(srv->sessions.head); c; c = next) {
+            next = rw_conn_of(c->link.next);
             rw_conn_tick(c, now);
         }
         rw_srv_rail_census(srv);
@@ -220,12 +194,12 @@ static void run_timers(struct railwire_server *srv, int64_t now)
 static void close_everything(struct railwire_server *srv)
 {
     while (srv->pending.head)
-        rw_conn_drop(srv->pending.head);
+        rw_conn_drop(rw_conn_of(srv->pending.head));
     while (srv->sessions.head)
-        rw_conn_release(srv->sessions.head, RW_ST(released_server_stopping),
+        rw_conn_release(rw_conn_of(srv->sessions.head), RW_ST(released_server_stopping),
                         "the server is stopping");
     while (srv->closing.head) {
-        struct rw_conn *c = srv->closing.head;
+        struct rw_conn *c = rw_conn_of(srv->closing.head);
         rw_srv_watch(c, 0);
         rw_conn_set_phase(c, RW_CONN_DEAD);
     }

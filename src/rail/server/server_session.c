@@ -107,7 +107,7 @@ void rw_conn_reject_close(struct rw_conn *c)
     rw_conn_tls_close_notify(c);
     int done = drain(c->fd);
     shutdown(c->fd, SHUT_WR);
-    if (done || srv->closing.n >= RW_SERVER_MAX_REJECTING) {
+    if (done || srv->closing.count >= RW_SERVER_MAX_REJECTING) {
         close_fd(c);
         rw_conn_set_phase(c, RW_CONN_DEAD);
         return;
@@ -232,7 +232,7 @@ static void displace_lingering(struct rw_conn *c)
 {
     struct railwire_server *srv = c->srv;
     struct rw_conn *old = NULL;
-    for (struct rw_conn *s = srv->sessions.head; s; s = s->next)
+    rw_list_for_each(s, &srv->sessions, struct rw_conn, link)
         if (s->phase == RW_CONN_LINGER && s->peer == c->peer &&
             (!old || s->control_end_ms < old->control_end_ms))
             old = s;

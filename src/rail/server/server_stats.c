@@ -28,7 +28,7 @@ void rw_srv_count_registration(struct railwire_server *srv, uint64_t bytes, uint
 void rw_srv_rail_census(struct railwire_server *srv)
 {
     uint64_t n[4] = {0}; /* indexed by enum rw_ep_liveness */
-    for (const struct rw_conn *c = srv->sessions.head; c; c = c->next)
+    rw_list_for_each(c, &srv->sessions, struct rw_conn, link)
         for (unsigned i = 0; i < c->n; i++) {
             if (!c->eps[i])
                 continue;

@@ -310,8 +310,8 @@ void rw_srv_tls_kick(struct railwire_server *srv)
     if (!srv->tls || srv->tls->gate.busy >= srv->tls->gate.max)
         return;
     struct rw_conn *c, *next;
-    for (c = srv->pending.head; c; c = next) {
-        next = c->next;
+    for (c = rw_conn_of(srv->pending.head); c; c = next) {
+        next = rw_conn_of(c->link.next);
         if (c->tls_state != RW_CTLS_WAIT || !gate_take(c))
             continue;
         /* Its handshake may drop it (moved to the dead list): the next one

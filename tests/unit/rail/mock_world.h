@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "mock_transport.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/railset_testing.h"
 
 /* max_msg of the client domains the next mock_world_init opens (0 = none). */
 extern uint32_t mock_world_max_msg;

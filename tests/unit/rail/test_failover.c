@@ -86,8 +86,8 @@ Test(failover, failing_post_takes_the_rail_down)
     mock_ep_post_fails(w.ep[0], 1);
     cr_assert_eq(railwire_read(w.rs, mr, buf, 1 * MIB, 0, 0, 20000), 0);
     cr_assert_eq(memcmp(buf, w.layer[0], 1 * MIB), 0);
-    cr_assert_eq(w.rs->rails[0].stats.state, RAILWIRE_RAIL_DOWN);
-    cr_assert_eq(w.rs->rails[1].stats.bytes_read, 1 * MIB);
+    cr_assert_eq(rw_test_rail_state(w.rs, 0), RAILWIRE_RAIL_DOWN);
+    cr_assert_eq(rw_test_rail_stats(w.rs, 1).bytes_read, 1 * MIB);
     free(buf);
 }
 
@@ -103,7 +103,7 @@ Test(failover, remote_access_error_fails_only_that_transfer)
     cr_assert_eq(railwire_read(w.rs, mr, buf, 64 * KIB, 1, 224 * KIB, 20000),
                  RAILWIRE_E_REMOTE_ACCESS);
     for (int r = 0; r < 2; r++)
-        cr_assert_eq(w.rs->rails[r].stats.state, RAILWIRE_RAIL_UP);
+        cr_assert_eq(rw_test_rail_state(w.rs, r), RAILWIRE_RAIL_UP);
     cr_assert_eq(w.layer[0][0], mock_pattern(0, 0), "the refused WRITE changed nothing");
     cr_assert_eq(railwire_read(w.rs, mr, buf, 256 * KIB, 1, 0, 20000), 0);
     cr_assert_eq(memcmp(buf, w.layer[1], 256 * KIB), 0);
@@ -210,8 +210,8 @@ Test(failover, an_application_that_polls_late_does_not_kill_healthy_rails)
     railwire_completion c;
     cr_assert_eq(railwire_wait(w.rs, &c, 1, 20000), 1);
     cr_assert_eq(c.status, 0);
-    cr_assert_eq(w.rs->rails[0].stats.state, RAILWIRE_RAIL_UP);
-    cr_assert_eq(w.rs->rails[1].stats.state, RAILWIRE_RAIL_UP);
+    cr_assert_eq(rw_test_rail_state(w.rs, 0), RAILWIRE_RAIL_UP);
+    cr_assert_eq(rw_test_rail_state(w.rs, 1), RAILWIRE_RAIL_UP);
     cr_assert_eq(memcmp(buf, w.layer[0], 256 * KIB), 0);
     free(buf);
 }

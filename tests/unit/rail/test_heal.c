@@ -17,8 +17,7 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/client/heal.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/railset_testing.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -111,7 +110,7 @@ Test(heal, a_killed_rail_comes_back_and_carries_data)
     railwire_mr *mr; /* registered before the rail dies: must work on the healed rail */
     cr_assert_eq(railwire_mr_register(rs, buf, LEN, &mr), 0);
     cr_assert_eq(read_all(rs, mr, buf), 0);
-    rs->ops->ep_kill(rs->rails[1].ep); /* as a reset would, behind the railset's back */
+    rw_test_kill_rail(rs, 1); /* as a reset would, behind the railset's back */
     cr_assert_eq(read_all(rs, mr, buf), 0);
     cr_assert(wait_rail_up(rs, mr, buf, 1, 10000), "rail 1 did not heal");
     railwire_rail_stats st[2];
@@ -144,7 +143,7 @@ Test(heal, off_keeps_a_lost_rail_lost)
     uint8_t *buf = malloc(LEN);
     railwire_mr *mr;
     cr_assert_eq(railwire_mr_register(rs, buf, LEN, &mr), 0);
-    rs->ops->ep_kill(rs->rails[1].ep);
+    rw_test_kill_rail(rs, 1);
     for (int k = 0; k < 10; k++) {
         cr_assert_eq(read_all(rs, mr, buf), 0);
         usleep(20000);
@@ -177,8 +176,8 @@ Test(heal, a_slice_is_carried_at_most_max_slice_tries_times)
                                .length = 128 * KIB, .remote_offset = (uint64_t)i * 128 * KIB};
     cr_assert_eq(railwire_submit_batch(rs, ops, N, hs), N);
     /* Whatever rail 0 has in flight now has been carried once already. */
-    size_t in_flight = rs->rails[0].outstanding.count;
-    rw_failover_rail_down(rs, 0, RAILWIRE_E_RAIL_DOWN);
+    size_t in_flight = rw_test_rail_outstanding(rs, 0);
+    rw_test_fail_rail(rs, 0, RAILWIRE_E_RAIL_DOWN);
     int failed = 0, ok = 0;
     while (failed + ok < N) {
         railwire_completion c[8];
@@ -229,7 +228,7 @@ Test(heal, all_down_bound_then_a_restarted_server_heals)
     for (int64_t end = rw_now_ms() + 15000; rw_now_ms() < end && !healed;) {
         railwire_completion c;
         railwire_poll(rs, &c, 1);
-        healed = rs->n_live == 1;
+        healed = rw_test_live(rs) == 1;
         usleep(10000);
     }
     cr_assert(healed, "the railset did not heal after the server came back");
@@ -249,7 +248,7 @@ Test(heal, rails_of_a_session_whose_control_ended_move_without_going_down)
     railwire_mr *mr;
     cr_assert_eq(railwire_mr_register(rs, buf, LEN, &mr), 0);
     /* End our side of session 0's control connection as a lost path would. */
-    shutdown(rs->sessions->fd, SHUT_RDWR);
+    shutdown(rw_test_session0_fd(rs), SHUT_RDWR);
     int moved = 0;
     railwire_rail_stats st[2];
     for (int64_t end = rw_now_ms() + 10000; rw_now_ms() < end && !moved;) {

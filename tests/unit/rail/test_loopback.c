@@ -13,7 +13,7 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/railset_testing.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -447,7 +447,7 @@ Test(loopback, a_rail_killed_under_load_loses_nothing)
                                .user_data = (uint64_t)i};
     cr_assert_eq(railwire_submit_batch(rs, ops, N, hs), N);
     /* The transport fails rail 1 behind the railset's back, as a reset would. */
-    rs->ops->ep_kill(rs->rails[1].ep);
+    rw_test_kill_rail(rs, 1);
     int got = 0;
     while (got < N) {
         railwire_completion c[8];

@@ -22,10 +22,10 @@ Test(mr, registers_once_on_every_rails_domain)
     railwire_mr *mr;
     cr_assert_eq(railwire_mr_register(w.rs, buf, sizeof(buf), &mr), 0);
     for (unsigned i = 0; i < 3; i++) {
-        cr_assert_not_null(mr->per_rail[i]);
-        cr_assert_eq(mr->per_rail[i]->dom, w.rs->rails[i].dom);
-        cr_assert_eq(mr->per_rail[i]->addr, buf);
-        cr_assert_eq(mr->per_rail[i]->len, sizeof(buf));
+        cr_assert_not_null(rw_test_mr_rail(mr, i));
+        cr_assert_eq(rw_test_mr_rail(mr, i)->dom, rw_test_rail_dom(w.rs, i));
+        cr_assert_eq(rw_test_mr_rail(mr, i)->addr, buf);
+        cr_assert_eq(rw_test_mr_rail(mr, i)->len, sizeof(buf));
     }
     cr_assert_eq(railwire_mr_deregister(mr), 0);
 }

@@ -39,9 +39,9 @@ Test(post_one, a_refused_post_fails_the_rail_over_and_the_transfer_moves)
     for (int i = 0; i < 2; i++)
         cr_assert_eq(railwire_read(w.rs, mr, buf + i * 8 * KIB, 8 * KIB, 0, i * 8 * KIB, 20000), 0);
     cr_assert_eq(memcmp(buf, w.layer[0], 16 * KIB), 0);
-    cr_assert_eq(w.rs->rails[0].stats.state, RAILWIRE_RAIL_DOWN);
-    cr_assert_eq(w.rs->rails[1].stats.bytes_read, 16 * KIB);
-    cr_assert_eq(w.rs->pending.count, 0);
+    cr_assert_eq(rw_test_rail_state(w.rs, 0), RAILWIRE_RAIL_DOWN);
+    cr_assert_eq(rw_test_rail_stats(w.rs, 1).bytes_read, 16 * KIB);
+    cr_assert_eq(rw_test_pending(w.rs), 0);
     cr_assert_eq(mock_violations(), 0);
     free(buf);
 }
@@ -56,14 +56,14 @@ Test(post_one, a_rail_that_takes_nothing_is_blocked_and_the_transfer_moves)
     for (int i = 0; i < 2; i++)
         cr_assert_eq(railwire_read(w.rs, mr, buf + i * 8 * KIB, 8 * KIB, 0, i * 8 * KIB, 20000), 0);
     cr_assert_eq(memcmp(buf, w.layer[0], 16 * KIB), 0);
-    cr_assert_eq(w.rs->rails[0].stats.state, RAILWIRE_RAIL_UP, "a short post is no failure");
-    cr_assert_eq(w.rs->rails[0].stats.ops, 0);
-    cr_assert_eq(w.rs->rails[1].stats.bytes_read, 16 * KIB);
+    cr_assert_eq(rw_test_rail_state(w.rs, 0), RAILWIRE_RAIL_UP, "a short post is no failure");
+    cr_assert_eq(rw_test_rail_stats(w.rs, 0).ops, 0);
+    cr_assert_eq(rw_test_rail_stats(w.rs, 1).bytes_read, 16 * KIB);
     /* Once it takes WRs again, rail 0 carries its share. */
     mock_ep_set_depth(w.ep[0], 64);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(railwire_read(w.rs, mr, buf, 8 * KIB, 0, 0, 20000), 0);
-    cr_assert_gt(w.rs->rails[0].stats.ops, 0);
+    cr_assert_gt(rw_test_rail_stats(w.rs, 0).ops, 0);
     free(buf);
 }
 
@@ -83,7 +83,7 @@ Test(post_one, a_refused_post_on_the_only_rail_fails_the_transfer)
     cr_assert_eq(c.handle, h);
     cr_assert_eq(c.user_data, 7);
     cr_assert_eq(c.status, RAILWIRE_E_ALL_RAILS_DOWN);
-    cr_assert_eq(w.rs->pending.count, 0);
+    cr_assert_eq(rw_test_pending(w.rs), 0);
     cr_assert_eq(railwire_read(w.rs, mr, buf, 8, 0, 0, 100), RAILWIRE_E_ALL_RAILS_DOWN);
     cr_assert_eq(railwire_mr_deregister(mr), 0, "the failed transfer released its registration");
     free(buf);
@@ -100,9 +100,9 @@ Test(post_one, a_single_slice_transfer_queues_behind_pending_slices)
                          .length = 4 * KIB, .remote_offset = 256 * KIB};
     railwire_handle h[2];
     cr_assert_eq(railwire_submit(w.rs, &big, &h[0]), 0);
-    cr_assert_eq(w.rs->pending.count, 8, "16 slices, 8 posted");
+    cr_assert_eq(rw_test_pending(w.rs), 8, "16 slices, 8 posted");
     cr_assert_eq(railwire_submit(w.rs, &small, &h[1]), 0);
-    cr_assert_eq(w.rs->pending.count, 9, "the small one waits behind the pending slices");
+    cr_assert_eq(rw_test_pending(w.rs), 9, "the small one waits behind the pending slices");
     int got = 0;
     while (got < 2) {
         railwire_completion c[2];

@@ -82,7 +82,7 @@ Test(progress, wait_times_out_while_a_rail_is_silent_and_completes_later)
     railwire_completion c;
     cr_assert_eq(railwire_wait(w.rs, &c, 1, 30), RAILWIRE_E_TIMEOUT);
     cr_assert_eq(railwire_read(w.rs, mr, buf, 16, 0, 0, 30), RAILWIRE_E_TIMEOUT);
-    cr_assert_eq(w.rs->rails[0].stats.state, RAILWIRE_RAIL_UP);
+    cr_assert_eq(rw_test_rail_state(w.rs, 0), RAILWIRE_RAIL_UP);
     mock_ep_blackhole(w.ep[0], 0);
     int got = 0;
     while (got < 2) {
@@ -198,7 +198,7 @@ Test(progress, a_stalled_rail_gets_one_spin_window_not_one_per_wakeup)
         railwire_handle h;
         cr_assert_eq(railwire_submit(w.rs, &op, &h), 0);
     }
-    cr_assert_not_null(w.rs->pending.head, "the second transfer waits for room on the rail");
+    cr_assert_gt(rw_test_pending(w.rs), 0, "the second transfer waits for room on the rail");
     railwire_completion c;
     uint64_t t0 = self_cpu_ns();
     cr_assert_eq(railwire_wait(w.rs, &c, 1, 1000), RAILWIRE_E_TIMEOUT);
@@ -218,13 +218,13 @@ Test(progress, a_stalled_rail_gets_one_spin_window_not_one_per_wakeup)
 Test(progress, busy_poll_defaults_to_50_us_and_minus_one_turns_it_off)
 {
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 64 * KIB, NULL, NULL), 0);
-    cr_assert_eq(w.rs->busy_poll_ns, 50000, "the default window is 50 us");
+    cr_assert_eq(rw_test_busy_poll_ns(w.rs), 50000, "the default window is 50 us");
     mock_world_fini(&w);
     railwire_railset_opts o;
     railwire_railset_opts_init(&o);
     o.busy_poll_us = -1;
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 64 * KIB, NULL, &o), 0);
-    cr_assert_eq(w.rs->busy_poll_ns, 0, "-1: the waiter sleeps at once");
+    cr_assert_eq(rw_test_busy_poll_ns(w.rs), 0, "-1: the waiter sleeps at once");
     uint8_t buf[4096];
     railwire_mr *mr = reg(buf, sizeof(buf));
     cr_assert_eq(railwire_read(w.rs, mr, buf, sizeof(buf), 0, 0, 20000), 0);

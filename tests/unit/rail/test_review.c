@@ -34,8 +34,8 @@ Test(review, sync_read_returns_when_the_last_rail_times_out, .timeout = 30)
     cr_assert_eq(railwire_mr_register(w.rs, buf, 64 * KIB, &mr), 0);
     mock_ep_blackhole(w.ep[0], 1);
     cr_assert_eq(railwire_read(w.rs, mr, buf, 64 * KIB, 0, 0, -1), RAILWIRE_E_ALL_RAILS_DOWN);
-    cr_assert_eq(w.rs->rails[0].stats.state, RAILWIRE_RAIL_DOWN);
-    cr_assert_eq(w.rs->rails[0].stats.down_reason, RAILWIRE_E_TIMEOUT);
+    cr_assert_eq(rw_test_rail_state(w.rs, 0), RAILWIRE_RAIL_DOWN);
+    cr_assert_eq(rw_test_rail_stats(w.rs, 0).down_reason, RAILWIRE_E_TIMEOUT);
     free(buf);
 }
 

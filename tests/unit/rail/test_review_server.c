@@ -18,7 +18,7 @@
 #include <railwire.h>
 
 #include "common/time.h"
-#include "rail/client/railset_internal.h"
+#include "rail/client/railset_testing.h"
 #include "common/sock.h"
 #include "tcp/tcp_internal.h"
 
@@ -466,7 +466,7 @@ Test(review_server, connections_cut_at_random_moments_lose_nothing)
         cr_assert_eq(railwire_submit_batch(rs, ops, N, hs), N);
         int victim = rand() % 3;
         usleep((useconds_t)(rand() % 3000));
-        struct rw_tcp_cli_ep *ep = rw_container_of(rs->rails[victim].ep, struct rw_tcp_cli_ep, base);
+        struct rw_tcp_cli_ep *ep = rw_container_of(rw_test_rail_ep(rs, victim), struct rw_tcp_cli_ep, base);
         shutdown(ep->fd, SHUT_RDWR);
         uint8_t seen[N] = {0};
         cr_assert_eq(drain(rs, N, hs, seen), N, "round %d: a transfer failed", round);

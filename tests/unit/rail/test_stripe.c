@@ -76,7 +76,7 @@ Test(stripe, slice_size_is_capped_by_the_transport_max_msg)
     int rc = mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 1 * MIB, NULL, &o);
     mock_world_max_msg = 0;
     cr_assert_eq(rc, 0);
-    cr_assert_eq(w.rs->slice_size, 100 * KIB);
+    cr_assert_eq(rw_test_slice_size(w.rs), 100 * KIB);
     uint8_t *buf = malloc(1 * MIB);
     railwire_mr *mr;
     cr_assert_eq(railwire_mr_register(w.rs, buf, 1 * MIB, &mr), 0);
@@ -99,7 +99,7 @@ Test(stripe, rails_are_chosen_by_weight)
     railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 4 * MIB};
     cr_assert_eq(railwire_submit(w.rs, &op, &h), 0);
     /* 64 slices fit both rails' depth: before anything completes, the 3x faster rail holds ~3x the bytes. */
-    uint64_t b0 = w.rs->rails[0].inflight_bytes, b1 = w.rs->rails[1].inflight_bytes;
+    uint64_t b0 = rw_test_rail_inflight_bytes(w.rs, 0), b1 = rw_test_rail_inflight_bytes(w.rs, 1);
     cr_assert_gt(b1, 0);
     double ratio = (double)b0 / (double)b1;
     cr_assert(ratio > 2.5 && ratio < 3.5, "in-flight ratio %.2f, want about 3", ratio);
@@ -124,9 +124,9 @@ Test(stripe, least_loaded_rail_takes_the_next_slice)
     railwire_op small = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf + 64 * KIB,
                          .length = 4 * KIB};
     cr_assert_eq(railwire_submit(w.rs, &small, &h), 0);
-    cr_assert_eq(w.rs->rails[0].outstanding.count + w.rs->rails[1].outstanding.count, 2);
-    cr_assert_eq(w.rs->rails[0].outstanding.count, 1, "the second transfer must go to the idle rail");
-    cr_assert_eq(w.rs->rails[1].outstanding.count, 1);
+    cr_assert_eq(rw_test_rail_outstanding(w.rs, 0) + rw_test_rail_outstanding(w.rs, 1), 2);
+    cr_assert_eq(rw_test_rail_outstanding(w.rs, 0), 1, "the second transfer must go to the idle rail");
+    cr_assert_eq(rw_test_rail_outstanding(w.rs, 1), 1);
     railwire_completion c[2];
     int got = 0;
     while (got < 2) {
@@ -155,7 +155,7 @@ Test(stripe, per_rail_depth_is_bounded_and_the_rest_waits_in_order)
     cr_assert_eq(railwire_submit_batch(w.rs, ops, N, hs), N);
     cr_assert_eq(mock_ep_outstanding(w.ep[0]), 4);
     cr_assert_eq(mock_ep_outstanding(w.ep[1]), 4);
-    cr_assert_eq(w.rs->pending.count, 2 * N - 8);
+    cr_assert_eq(rw_test_pending(w.rs), 2 * N - 8);
     /* Complete one op per rail per poll: transfers must finish in submission order. */
     mock_ep_set_per_poll(w.ep[0], 1);
     mock_ep_set_per_poll(w.ep[1], 1);
@@ -190,7 +190,7 @@ Test(stripe, transport_queue_full_keeps_slices_pending)
     cr_assert_eq(mock_world_xfer(&w, RAILWIRE_OP_READ, mr, buf, 256 * KIB, 0, 0), 0);
     cr_assert_eq(memcmp(buf, w.layer[0], 256 * KIB), 0);
     cr_assert_leq(mock_ep_max_outstanding(w.ep[0]), 3);
-    cr_assert_eq(w.rs->rails[0].stats.state, RAILWIRE_RAIL_UP);
+    cr_assert_eq(rw_test_rail_state(w.rs, 0), RAILWIRE_RAIL_UP);
     free(buf);
 }
 
@@ -253,7 +253,7 @@ Test(stripe, invalid_ops_are_refused_before_anything_is_queued)
     cr_assert_eq(railwire_submit(w.rs, &op, &h), RAILWIRE_E_INVALID, "no mr");
     const struct rw_wr *log;
     cr_assert_eq(mock_log(&log), 0, "nothing may reach a rail");
-    cr_assert_eq(w.rs->pending.count, 0);
+    cr_assert_eq(rw_test_pending(w.rs), 0);
     /* A batch stops at the first invalid op. */
     railwire_op ops[3] = {{.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 8},
                           {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 0},
