@@ -48,6 +48,7 @@ enum rw_ep_liveness {
 };
 
 struct rw_tls_slot;
+struct rw_tls_creds;
 
 /* Where and how to open a domain. */
 struct rw_domain_cfg {
@@ -80,6 +81,13 @@ struct rw_domain_cfg {
      * TLS 1.3 before its hello; read again for every connection, so a
      * reload applies to new rails); NULL = plain.  verbs: unused. */
     struct rw_tls_slot *tls_server;
+    /* tcp client: every rail connection runs TLS 1.3 with these
+     * credentials (borrowed; they outlive the domain) before its hello,
+     * checking the server's certificate against their server name or
+     * tls_host; NULL = plain.  verbs: unused (the control connection is
+     * the railset's). */
+    struct rw_tls_creds *tls_client;
+    const char *tls_host;
 };
 
 /* Generic part of a domain.  The transport fills every field. */
