@@ -9,7 +9,9 @@
  *     Both sides cycle through --depth buffers of SIZE bytes (the client's
  *     slots and the server's "remote memory"), as railwire bench does.
  *  --stream: one blocking stream of SIZE-byte send()s and MSG_WAITALL
- *     recv()s, 4 MiB socket buffers (the "tuned raw TCP stream").
+ *     recv()s, 4 MiB socket buffers (the "tuned raw TCP stream"); also
+ *     prints the receiving thread's CPU seconds per GB (rx_cpu_s_per_gb),
+ *     the reference for a client's cost of READs.
  *
  * Both ends set TCP_NODELAY.  Prints one JSON object:
  *   {"mode":"rr","op":"read","size":4096,"depth":64,"seconds":2.0,
@@ -233,6 +235,14 @@ static void *stream_sender(void *p)
     return NULL;
 }
 
+/* CPU seconds the calling thread has used. */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void run_stream(const struct rr_cfg *cfg)
 {
     int c, s;
@@ -248,12 +258,13 @@ static void run_stream(const struct rr_cfg *cfg)
     while (now_s() < t_warm)
         recv_all(c, b, (size_t)cfg->size);
     uint64_t n = 0;
-    double t0 = now_s(), t_end = t0 + cfg->seconds, t;
+    double t0 = now_s(), t_end = t0 + cfg->seconds, t, cpu0 = thread_cpu_s();
     do {
         recv_all(c, b, (size_t)cfg->size);
         n++;
         t = now_s();
     } while (t < t_end);
+    double rx_cpu = thread_cpu_s() - cpu0;
     tx.stop = 1;
     while (recv_all(c, b, (size_t)cfg->size) == 0) {
     }
@@ -262,9 +273,11 @@ static void run_stream(const struct rr_cfg *cfg)
     close(s);
     double dt = t - t0;
     printf("{\"mode\": \"stream\", \"op\": \"stream\", \"size\": %llu, \"depth\": 1, "
-           "\"seconds\": %.3f, \"ops\": %llu, \"ops_per_s\": %.1f, \"gbps\": %.6f}\n",
+           "\"seconds\": %.3f, \"ops\": %llu, \"ops_per_s\": %.1f, \"gbps\": %.6f, "
+           "\"rx_cpu_s_per_gb\": %.4f}\n",
            (unsigned long long)cfg->size, dt, (unsigned long long)n, (double)n / dt,
-           (double)n * (double)cfg->size / dt / 1e9);
+           (double)n * (double)cfg->size / dt / 1e9,
+           rx_cpu / ((double)n * (double)cfg->size / 1e9));
     free(b);
 }
 

@@ -60,7 +60,8 @@ tsan_stage() {
   # hold plain programs.
   cmake -S . -B build-tsan -DRAILWIRE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DRAILWIRE_TSAN=ON &&
-    cmake --build build-tsan -j"$jobs" --target railset_threads tcp_loop_threads tls_threads &&
+    cmake --build build-tsan -j"$jobs" --target railset_threads tcp_loop_threads tls_threads \
+      tcp_cli_loop_threads gpu_threads &&
     ctest --test-dir build-tsan -L threads --output-on-failure --timeout 900
 }
 case $skip in *,tsan,*) ;; *)

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The send side of a client ep (inline small sends by ep_post, the loop's
+ * send queue), its timeouts, and its end (see tcp_cli_io.h). */
 #include "tcp/tcp_cli_io.h"
 
 #include <errno.h>
@@ -11,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "tcp/tcp_cli_loop.h"
 #include "tcp/tcp_sock.h"
 
 #define TX_BATCH 64 /* requests per sendmsg */
@@ -18,8 +21,12 @@
  * request: a batch's completions are published when its send returns, so
  * big batches would delay them. */
 #define TX_BATCH_BYTES (1u << 20)
+/* Bytes a rail may send, and receive, per turn of its loop before the
+ * other rails of the loop get theirs. */
+#define TX_QUANTUM (4u << 20)
+#define RX_QUANTUM (4u << 20)
 
-static void notify(struct rw_tcp_cli_ep *ep)
+void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep)
 {
     uint64_t one = 1;
     /* EAGAIN means the counter is already huge: still readable. */
@@ -38,16 +45,11 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
                     "with rail-down", (unsigned)ep->base.local.qpn, ep->dom->base.name, what,
                     (unsigned long long)(ep->posted - ep->done));
         shutdown(ep->fd, SHUT_RDWR);
-        pthread_cond_broadcast(&ep->cond);
     }
     pthread_mutex_unlock(&ep->lock);
 }
 
-/* With ep->lock held: publishes the completions that are both answered and
- * fully sent (see the counters in tcp_internal.h).  Returns 1 when the
- * completion queue went from empty to non-empty (the waiter must be
- * notified). */
-static int publish_locked(struct rw_tcp_cli_ep *ep)
+int rw_tcp_cli_publish_locked(struct rw_tcp_cli_ep *ep)
 {
     uint64_t lim = ep->answered < ep->sent ? ep->answered : ep->sent;
     int wake;
@@ -57,31 +59,6 @@ static int publish_locked(struct rw_tcp_cli_ep *ep)
     wake = ep->done == ep->polled;
     ep->done = lim;
     return wake;
-}
-
-/* Called by each I/O thread as it ends; the last one completes what is
- * still outstanding (neither thread touches a buffer any more). */
-static void thread_exit(struct rw_tcp_cli_ep *ep)
-{
-    int wake = 0;
-
-    pthread_mutex_lock(&ep->lock);
-    if (--ep->threads_live == 0) {
-        wake = ep->done < ep->posted && ep->done == ep->polled;
-        /* Answered entries keep their result (no thread runs any more);
-         * the rest never got theirs. */
-        for (ep->done = ep->answered; ep->done < ep->posted; ep->done++) {
-            struct rw_tcp_slot *s = &ep->ring[ep->done & ep->mask];
-            s->status = RAILWIRE_E_RAIL_DOWN;
-            s->byte_len = 0;
-        }
-        ep->answered = ep->posted;
-        ep->sent = ep->posted;
-        ep->sent_off = 0;
-    }
-    pthread_mutex_unlock(&ep->lock);
-    if (wake)
-        notify(ep);
 }
 
 static size_t entry_bytes(const struct rw_tcp_slot *s)
@@ -123,64 +100,88 @@ static int build_iov(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t cnt, siz
     return n - j;
 }
 
-static void *tx_main(void *arg)
+
+/* With ep->lock held: accounts k more bytes written from entry `sent` on
+ * (whole entries advance `sent`, a partial one is kept in sent_off). */
+static void advance_locked(struct rw_tcp_cli_ep *ep, size_t k)
 {
-    struct rw_tcp_cli_ep *ep = arg;
+    size_t off = ep->sent_off + k;
+
+    while (ep->sent < ep->posted) {
+        size_t b = entry_bytes(&ep->ring[ep->sent & ep->mask]);
+        if (off < b)
+            break;
+        off -= b;
+        ep->sent++;
+    }
+    ep->sent_off = off;
+    if (k)
+        ep->tx_mark_ms = rw_now_ms();
+}
+
+/* Loop thread: writes queued requests until the socket is full, the queue
+ * is empty or the quantum is used.  Returns 1 when the quantum was used. */
+static int tx_run(struct rw_tcp_cli_ep *ep, int writable)
+{
     struct iovec iov[2 * TX_BATCH];
     uint8_t hdrs[TX_BATCH][RW_TCP_REQ_SIZE];
+    size_t budget = TX_QUANTUM;
+    int again = 0;
 
-    for (;;) {
-        uint64_t first, cnt;
-        size_t skip;
-        int n, rc, wake;
+    pthread_mutex_lock(&ep->lock);
+    if (writable)
+        ep->out_wait = 0;
+    while (ep->state == RW_TCP_CLI_UP && ep->sent != ep->posted && !ep->tx_busy && !ep->out_wait) {
+        uint64_t first = ep->sent, cnt = ep->posted - ep->sent, k;
+        size_t skip = ep->sent_off, bytes;
+        struct msghdr mh = {.msg_iov = iov};
+        ssize_t w;
+        int err, wake;
 
-        pthread_mutex_lock(&ep->lock);
-        while (ep->state == RW_TCP_CLI_UP && (ep->sent == ep->posted || ep->tx_busy))
-            rw_tcp_cond_wait_until(&ep->cond, &ep->lock, rw_now_ms() + ep->io_timeout_ms);
-        if (ep->state != RW_TCP_CLI_UP) {
-            pthread_mutex_unlock(&ep->lock);
+        if (!budget) {
+            again = 1;
             break;
         }
-        ep->tx_busy = 1;
-        first = ep->sent;
-        skip = ep->sent_off;
-        cnt = ep->posted - ep->sent;
         if (cnt > TX_BATCH)
             cnt = TX_BATCH;
-        {
-            size_t bytes = entry_bytes(&ep->ring[first & ep->mask]);
-            uint64_t k;
-            for (k = 1; k < cnt; k++) {
-                bytes += entry_bytes(&ep->ring[(first + k) & ep->mask]);
-                if (bytes > TX_BATCH_BYTES)
-                    break;
-            }
-            cnt = k;
+        bytes = entry_bytes(&ep->ring[first & ep->mask]);
+        for (k = 1; k < cnt; k++) {
+            bytes += entry_bytes(&ep->ring[(first + k) & ep->mask]);
+            if (bytes > TX_BATCH_BYTES)
+                break;
         }
+        cnt = k;
+        ep->tx_busy = 1;
         pthread_mutex_unlock(&ep->lock);
-
-        n = build_iov(ep, first, cnt, skip, iov, hdrs);
-        rc = rw_tcp_sendv(ep->fd, iov, n, 0);
+        mh.msg_iovlen = (size_t)build_iov(ep, first, cnt, skip, iov, hdrs);
+        do
+            w = sendmsg(ep->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (w < 0 && errno == EINTR);
+        err = w < 0 ? errno : 0;
         pthread_mutex_lock(&ep->lock);
         ep->tx_busy = 0;
-        wake = 0;
-        if (!rc) {
-            ep->sent += cnt;
-            ep->sent_off = 0;
-            wake = publish_locked(ep);
-        }
-        pthread_mutex_unlock(&ep->lock);
-        if (wake)
-            notify(ep);
-        if (rc) {
-            rw_tcp_cli_fail(ep, rc == RAILWIRE_E_TIMEOUT ? RAILWIRE_E_TIMEOUT : RAILWIRE_E_RAIL_DOWN,
-                            rc == RAILWIRE_E_TIMEOUT ? "the server stopped reading requests"
-                                                     : "sending failed (connection reset or closed)");
+        if (ep->state != RW_TCP_CLI_UP)
             break;
+        if (w < 0) {
+            if (err == EAGAIN || err == EWOULDBLOCK) {
+                ep->out_wait = 1; /* the next EPOLLOUT edge runs us again */
+                break;
+            }
+            pthread_mutex_unlock(&ep->lock);
+            rw_tcp_cli_fail(ep, RAILWIRE_E_RAIL_DOWN, "sending failed (connection reset or closed)");
+            return 0;
+        }
+        advance_locked(ep, (size_t)w);
+        budget = (size_t)w >= budget ? 0 : budget - (size_t)w;
+        wake = rw_tcp_cli_publish_locked(ep);
+        if (wake) {
+            pthread_mutex_unlock(&ep->lock);
+            rw_tcp_cli_notify(ep);
+            pthread_mutex_lock(&ep->lock);
         }
     }
-    thread_exit(ep);
-    return NULL;
+    pthread_mutex_unlock(&ep->lock);
+    return again;
 }
 
 void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t cnt)
@@ -194,12 +195,12 @@ void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t c
 
     if (!cnt)
         return;
-    if (ep->tx_busy || ep->sent != first || cnt > TX_BATCH)
-        goto to_thread;
+    if (ep->tx_busy || ep->out_wait || ep->sent != first || cnt > TX_BATCH)
+        goto to_loop;
     for (i = 0; i < cnt; i++)
         total += entry_bytes(&ep->ring[(first + i) & ep->mask]);
     if (total > RW_TCP_INLINE_MAX)
-        goto to_thread;
+        goto to_loop;
     ep->tx_busy = 1;
     pthread_mutex_unlock(&ep->lock);
     n = build_iov(ep, first, cnt, 0, iov, hdrs);
@@ -221,219 +222,110 @@ void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t c
         pthread_cond_broadcast(&ep->cond); /* an ep_kill may wait for us */
         return;
     }
-    /* Account whole entries; a partial one is finished by the thread. */
-    for (i = 0; i < cnt; i++) {
-        size_t b = entry_bytes(&ep->ring[(first + i) & ep->mask]);
-        if ((size_t)k < b)
-            break;
-        k -= (ssize_t)b;
-        ep->sent++;
-    }
-    ep->sent_off = (size_t)k;
-    if (publish_locked(ep))
-        notify(ep);
+    advance_locked(ep, (size_t)k);
+    if (rw_tcp_cli_publish_locked(ep))
+        rw_tcp_cli_notify(ep);
     if (err) {
         pthread_mutex_unlock(&ep->lock);
         rw_tcp_cli_fail(ep, RAILWIRE_E_RAIL_DOWN, "sending failed (connection reset or closed)");
         pthread_mutex_lock(&ep->lock);
         return;
     }
-to_thread:
-    if (ep->sent != ep->posted)
-        pthread_cond_signal(&ep->cond);
+to_loop:
+    /* The loop sends the rest: now, or when the socket has room again
+     * (out_wait), or after its own send call returns (tx_busy: it looks
+     * at the queue again then). */
+    if (ep->sent != ep->posted && !ep->tx_busy && !ep->out_wait)
+        rw_tcp_cli_loop_kick(ep);
 }
 
-/* Largest READ payload the receiver stages with its answer (copied out of
- * the staging buffer); a bigger one is read straight into its buffer. */
-#define RX_SMALL (16u * 1024)
-
-/* How many bytes the receiver may read in bulk: the answers expected to the
- * requests outstanding, in order, up to and including the header of the
- * first READ answer whose payload is big (that payload then goes straight
- * to its buffer).  A refused access answers shorter: the surplus is just
- * staged for the answers after it.  *small is set when an answer is awaited
- * and the oldest one is small (no payload, or one of at most RX_SMALL): the
- * receiver spins only for those (spinning on recv while a big payload
- * streams in halved READ 64 KiB on loopback). */
-static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
+int rw_tcp_cli_run(struct rw_tcp_cli_ep *ep, int writable, uint64_t *spin_ns)
 {
-    size_t want = 0;
-    uint64_t i, end;
+    int again = tx_run(ep, writable);
+    int dead;
+
+    again |= rw_tcp_cli_rx_run(ep, spin_ns);
+    pthread_mutex_lock(&ep->lock);
+    dead = ep->state != RW_TCP_CLI_UP;
+    pthread_mutex_unlock(&ep->lock);
+    return dead ? -1 : again;
+}
+
+int rw_tcp_cli_scan(struct rw_tcp_cli_ep *ep, int64_t now)
+{
+    const char *what = NULL;
+    int64_t mark;
 
     pthread_mutex_lock(&ep->lock);
-    end = ep->posted;
-    *small = 0;
-    if (ep->answered < end) {
-        const struct rw_wr *w = &ep->ring[ep->answered & ep->mask].wr;
-        *small = w->opcode != RW_OP_READ || w->length <= RX_SMALL;
-    }
-    for (i = ep->answered; i < end && want < RW_TCP_RX_STAGE; i++) {
-        const struct rw_wr *w = &ep->ring[i & ep->mask].wr;
-        want += RW_TCP_RESP_SIZE;
-        if (w->opcode == RW_OP_READ) {
-            if (w->length > RX_SMALL)
-                break;
-            want += w->length;
-        }
-    }
-    pthread_mutex_unlock(&ep->lock);
-    return want;
-}
-
-/* Reads one response (and its payload) for the oldest outstanding WR.
- * Returns 0, or a code with *what set. */
-static int rx_one(struct rw_tcp_cli_ep *ep, struct rw_tcp_rx *rx, const char **what)
-{
-    struct rw_tcp_resp resp;
-    struct rw_tcp_slot *s;
-    uint64_t idx;
-    int rc, st, wake;
-
-    /* Spin only for small answers to requests in flight (see rx_want), and
-     * not again after an I/O timeout (the server is silent: sleep until it
-     * speaks). */
-    uint64_t spin = ep->busy_poll_ns;
-
-    for (;;) {
-        if (ep->need_verdict) {
-            rc = rw_tcp_rx_need(rx, 1, 1, 0);
-        } else if (rw_tcp_rx_avail(rx) >= RW_TCP_RESP_SIZE) {
-            rc = 0;
-        } else {
-            int small;
-            size_t want = rx_want(ep, &small);
-            rc = rw_tcp_rx_need(rx, RW_TCP_RESP_SIZE, want, small ? spin : 0);
-        }
-        if (rc != RAILWIRE_E_TIMEOUT || rw_tcp_rx_avail(rx))
-            break;
-        spin = 0;
-        /* No byte for io_timeout.  Fine when nothing is awaited, or while the
-         * sender is still pushing requests (its own timeout watches that). */
-        pthread_mutex_lock(&ep->lock);
-        st = ep->state == RW_TCP_CLI_UP && ep->answered < ep->posted && ep->sent == ep->posted;
-        wake = ep->state != RW_TCP_CLI_UP;
+    if (ep->state != RW_TCP_CLI_UP) {
         pthread_mutex_unlock(&ep->lock);
-        if (wake)
-            return RAILWIRE_E_CLOSED;
-        if (st) {
-            *what = "no response from the server within the I/O timeout";
-            return RAILWIRE_E_TIMEOUT;
-        }
+        return 1;
     }
-    if (rc) {
-        *what = rc == RAILWIRE_E_CLOSED ? (ep->need_verdict
-                                               ? "the server closed the rail without a verdict"
-                                               : "the server closed the connection")
-                                        : "receiving failed (connection reset or timed out)";
-        return rc;
-    }
-    if (ep->need_verdict) {
-        uint8_t v = rx->buf[rx->off];
-        rw_tcp_rx_consume(rx, 1);
-        ep->need_verdict = 0;
-        if (v != RW_TCP_VERDICT_OK) {
-            *what = "the server refused the rail (unknown endpoint or wrong psn; see the "
-                    "server's log)";
-            return RAILWIRE_E_REFUSED;
-        }
+    mark = ep->rx_mark_ms > ep->tx_mark_ms ? ep->rx_mark_ms : ep->tx_mark_ms;
+    if (ep->sent != ep->posted && now - ep->tx_mark_ms >= ep->io_timeout_ms)
+        what = "the server stopped reading requests";
+    else if (ep->answered < ep->posted && ep->sent == ep->posted && now - mark >= ep->io_timeout_ms)
+        what = ep->rxs.left ? "the connection failed in the middle of READ data"
+                            : "no response from the server within the I/O timeout";
+    pthread_mutex_unlock(&ep->lock);
+    if (!what)
         return 0;
-    }
-    rw_tcp_resp_decode(rx->buf + rx->off, &resp);
-    rw_tcp_rx_consume(rx, RW_TCP_RESP_SIZE);
+    rw_tcp_cli_fail(ep, RAILWIRE_E_TIMEOUT, what);
+    return 1;
+}
+
+void rw_tcp_cli_finish(struct rw_tcp_cli_ep *ep)
+{
+    int wake;
 
     pthread_mutex_lock(&ep->lock);
-    idx = ep->answered;
-    rc = idx < ep->posted ? 0 : RAILWIRE_E_PROTOCOL;
-    pthread_mutex_unlock(&ep->lock);
-    if (rc || resp.tag != idx) {
-        *what = "the server answered a request that was not sent (protocol error)";
-        return RAILWIRE_E_PROTOCOL;
+    wake = ep->done < ep->posted && ep->done == ep->polled;
+    /* Answered entries keep their result (nothing runs the rail any more);
+     * the rest never got theirs. */
+    for (ep->done = ep->answered; ep->done < ep->posted; ep->done++) {
+        struct rw_tcp_slot *s = &ep->ring[ep->done & ep->mask];
+        s->status = RAILWIRE_E_RAIL_DOWN;
+        s->byte_len = 0;
     }
-    s = &ep->ring[idx & ep->mask];
-    if (resp.status == RW_TCP_ST_OK) {
-        st = 0;
-        if (resp.length != (s->wr.opcode == RW_OP_READ ? s->wr.length : 0)) {
-            *what = "the server's response has the wrong length (protocol error)";
-            return RAILWIRE_E_PROTOCOL;
-        }
-        if (resp.length) {
-            rc = rw_tcp_rx_read(rx, s->wr.local, resp.length);
-            if (rc) {
-                *what = "the connection failed in the middle of READ data";
-                return rc;
-            }
-        }
-    } else if (resp.status == RW_TCP_ST_ACCESS && resp.length == 0) {
-        st = RAILWIRE_E_REMOTE_ACCESS;
-    } else {
-        *what = "the server sent an unknown status (protocol error)";
-        return RAILWIRE_E_PROTOCOL;
-    }
-    pthread_mutex_lock(&ep->lock);
-    s->status = st;
-    s->byte_len = st ? 0 : s->wr.length;
-    ep->answered++;
-    wake = publish_locked(ep);
+    ep->answered = ep->posted;
+    ep->sent = ep->posted;
+    ep->sent_off = 0;
     pthread_mutex_unlock(&ep->lock);
     if (wake)
-        notify(ep);
-    return 0;
-}
-
-static void *rx_main(void *arg)
-{
-    struct rw_tcp_cli_ep *ep = arg;
-    struct rw_tcp_rx *rx = malloc(sizeof(*rx));
-    const char *what = "out of memory in the receive thread";
-    int rc = RAILWIRE_E_NOMEM;
-
-    if (rx) {
-        rx->fd = ep->fd;
-        rx->off = rx->len = 0;
-        while (!(rc = rx_one(ep, rx, &what)))
-            ;
-    }
-    rw_tcp_cli_fail(ep, rc == RAILWIRE_E_TIMEOUT || rc == RAILWIRE_E_REFUSED ? rc : RAILWIRE_E_RAIL_DOWN,
-                    what);
-    free(rx);
-    thread_exit(ep);
-    return NULL;
+        rw_tcp_cli_notify(ep);
 }
 
 int rw_tcp_cli_io_start(struct rw_tcp_cli_ep *ep, int fd)
 {
+    int rc;
+
+    ep->rxs.rx = malloc(sizeof(*ep->rxs.rx));
+    if (!ep->rxs.rx) {
+        rw_err("tcp: out of memory for a rail's receive buffer");
+        close(fd);
+        pthread_mutex_lock(&ep->lock);
+        ep->state = RW_TCP_CLI_DEAD;
+        pthread_mutex_unlock(&ep->lock);
+        return RAILWIRE_E_NOMEM;
+    }
+    ep->rxs.rx->fd = fd;
+    ep->rxs.rx->off = ep->rxs.rx->len = 0;
     pthread_mutex_lock(&ep->lock);
     ep->fd = fd;
     ep->state = RW_TCP_CLI_UP;
-    ep->threads_live = 1;
-    if (pthread_create(&ep->tx, NULL, tx_main, ep)) {
-        ep->threads_live = 0;
-        ep->state = RW_TCP_CLI_DEAD;
-        ep->threads_joined = 1;
-        pthread_mutex_unlock(&ep->lock);
-        rw_err("tcp: cannot start the rail's send thread");
-        return RAILWIRE_E_SYSTEM;
-    }
-    ep->threads_live = 2;
-    if (pthread_create(&ep->rx, NULL, rx_main, ep)) {
-        ep->threads_live = 1;
-        pthread_mutex_unlock(&ep->lock);
-        rw_err("tcp: cannot start the rail's receive thread");
-        rw_tcp_cli_fail(ep, RAILWIRE_E_SYSTEM, NULL);
-        pthread_join(ep->tx, NULL);
-        pthread_mutex_lock(&ep->lock);
-        ep->threads_joined = 1;
-        pthread_mutex_unlock(&ep->lock);
-        return RAILWIRE_E_SYSTEM;
-    }
+    ep->tx_mark_ms = ep->rx_mark_ms = rw_now_ms();
     pthread_mutex_unlock(&ep->lock);
-    return 0;
+    rc = rw_tcp_cli_loop_attach(ep);
+    if (rc) {
+        pthread_mutex_lock(&ep->lock);
+        ep->state = RW_TCP_CLI_DEAD;
+        pthread_mutex_unlock(&ep->lock);
+    }
+    return rc;
 }
 
 void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep)
 {
-    int join;
-
     pthread_mutex_lock(&ep->lock);
     if (ep->state == RW_TCP_CLI_UP) {
         ep->state = RW_TCP_CLI_DEAD;
@@ -441,17 +333,12 @@ void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep)
         rw_debug("tcp: rail qpn 0x%08x killed with %llu outstanding request(s)",
                  (unsigned)ep->base.local.qpn, (unsigned long long)(ep->posted - ep->done));
         shutdown(ep->fd, SHUT_RDWR);
-        pthread_cond_broadcast(&ep->cond);
     } else if (ep->state == RW_TCP_CLI_NEW) {
         ep->state = RW_TCP_CLI_DEAD;
     }
-    join = ep->fd >= 0 && !ep->threads_joined;
-    ep->threads_joined = 1;
     pthread_mutex_unlock(&ep->lock);
-    if (join) {
-        pthread_join(ep->tx, NULL);
-        pthread_join(ep->rx, NULL);
-    }
+    if (ep->link.loop)
+        rw_tcp_cli_loop_kill(ep);
     /* An ep_post of another thread may still be writing a small request
      * without blocking: let it finish before the buffers are released. */
     pthread_mutex_lock(&ep->lock);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Client endpoints: identity, the authenticated connect, posting, polling
- * and lifetime.  The I/O threads are in tcp_cli_io.c. */
+ * and lifetime.  The I/O runs on the client event loops (tcp_cli_io.c,
+ * tcp_cli_rx.c, tcp_cli_loop.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "common/time.h"
 #include "tcp/tcp_addr.h"
 #include "tcp/tcp_cli_io.h"
+#include "tcp/tcp_cli_loop.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_sock.h"
 
@@ -104,7 +106,7 @@ static int dial(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int tim
     rw_tcp_hello_encode(hello, &h);
     rc = rw_tcp_send_deadline(fd, hello, sizeof(hello), deadline);
     if (!rc && ep->lazy_verdict) {
-        /* The receiver thread reads the verdict before any response. */
+        /* The receive state machine reads the verdict before any response. */
         *out = fd;
         return 0;
     }
@@ -162,12 +164,6 @@ int rw_tcp_cli_ep_connect(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remot
     rc = dial(ep, remote, timeout_ms > 0 ? timeout_ms : 0, &fd);
     if (rc)
         return rc;
-    rc = rw_tcp_set_nonblock(fd, 0);
-    if (rc) {
-        close(fd);
-        return rc;
-    }
-    rw_tcp_set_io_timeouts(fd, ep->io_timeout_ms);
     name_after_local(ep, fd);
     ep->need_verdict = ep->lazy_verdict;
     return rw_tcp_cli_io_start(ep, fd);
@@ -220,6 +216,8 @@ int rw_tcp_cli_ep_post(struct rw_tcp_cli_ep *ep, const struct rw_wr *wrs, size_t
                                 .remote_addr = w->remote_addr, .rkey = w->rkey};
         rw_tcp_req_encode(s->hdr, &r);
     }
+    if (k && ep->sent == ep->posted)
+        ep->tx_mark_ms = rw_now_ms(); /* the send timeout counts from here */
     ep->posted += k;
     rw_tcp_cli_send_locked(ep, ep->posted - k, k);
     pthread_mutex_unlock(&ep->lock);
@@ -245,8 +243,10 @@ void rw_tcp_cli_ep_destroy(struct rw_tcp_cli_ep *ep)
     struct rw_tcp_domain *d = ep->dom;
 
     rw_tcp_cli_ep_kill(ep);
+    rw_tcp_cli_loop_detach(ep);
     if (ep->fd >= 0)
         close(ep->fd);
+    free(ep->rxs.rx);
     close(ep->evfd);
     pthread_cond_destroy(&ep->cond);
     pthread_mutex_destroy(&ep->lock);

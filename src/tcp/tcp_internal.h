@@ -177,6 +177,32 @@ struct rw_tcp_slot {
 
 enum rw_tcp_cli_state { RW_TCP_CLI_NEW, RW_TCP_CLI_UP, RW_TCP_CLI_DEAD };
 
+struct rw_tcp_cli_loop;
+struct rw_tcp_rx;
+
+/* How a client ep belongs to its event loop (tcp_cli_loop.c). */
+struct rw_tcp_cli_link {
+    struct rw_tcp_cli_loop *loop;   /* set at io_start, fixed for the ep's life */
+    /* loop thread only */
+    unsigned idx;                   /* position in the loop's table, -1 = none */
+    int on_ready;                   /* on the loop's ready list (used its quantum) */
+    struct rw_tcp_cli_ep *ready_next;
+    /* guarded by loop->lock */
+    struct rw_tcp_cli_ep *add_next, *kick_next, *kill_next;
+    int kicked;                     /* on the kick list */
+    int kill_requested;
+    int kill_done;                  /* the loop ran the kill command: on no list any more */
+    int released;                   /* the loop dropped the ep (dead, outstanding completed) */
+    int orphan;                     /* inherited by a fork()ed child: no loop runs it */
+};
+
+/* Receive state of a client ep: loop thread only. */
+struct rw_tcp_cli_rxs {
+    struct rw_tcp_rx *rx;           /* staging buffer (malloc'd at io_start) */
+    uint8_t *dst;                   /* READ payload being received: where it goes */
+    uint64_t left;                  /* payload bytes still to come (0: reading headers) */
+};
+
 struct rw_tcp_cli_ep {
     struct rw_ep base;
     struct rw_tcp_domain *dom;
@@ -184,13 +210,15 @@ struct rw_tcp_cli_ep {
     int io_timeout_ms;
     int evfd;                       /* wait fd: signalled when a completion is queued */
     int lazy_verdict;               /* cfg->lazy_verdict */
-    uint64_t busy_poll_ns;          /* the receiver's spin window (cfg->busy_poll_us) */
+    uint64_t busy_poll_ns;          /* the loop's spin window for this ep (cfg->busy_poll_us) */
     int need_verdict;               /* the receiver reads the verdict first */
+    struct rw_tcp_cli_link link;
+    struct rw_tcp_cli_rxs rxs;
 
     pthread_mutex_t lock;
-    pthread_cond_t cond;            /* wakes the sender */
+    pthread_cond_t cond;            /* signalled when an inline send ends (ep_kill waits) */
     enum rw_tcp_cli_state state;
-    int fd;
+    int fd;                         /* non-blocking once connected */
     int err;                        /* why the ep died */
     unsigned depth;
     uint32_t mask;
@@ -204,9 +232,9 @@ struct rw_tcp_cli_ep {
     uint64_t posted, sent, answered, done, polled;
     size_t sent_off;                /* bytes of entry `sent` already on the wire */
     int tx_busy;                    /* a thread is writing to the socket */
-    int threads_live;
-    int threads_joined;
-    pthread_t tx, rx;
+    int out_wait;                   /* the loop's send hit EAGAIN: EPOLLOUT will run it */
+    int64_t tx_mark_ms;             /* last send progress, or when sending began */
+    int64_t rx_mark_ms;             /* last byte received */
 };
 
 /* --- condition variables on CLOCK_MONOTONIC (tcp_sync.c) --- */

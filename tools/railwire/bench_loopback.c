@@ -30,6 +30,7 @@ int bench_loopback_start(struct bench_loopback *lb, enum railwire_dialect dialec
         fprintf(stderr, "error: loopback server: cannot allocate %zu bytes\n", lb->mem_len);
         return RAILWIRE_E_NOMEM;
     }
+    (void)madvise(lb->mem, lb->mem_len, MADV_HUGEPAGE); /* as tool_buf_alloc; advice only */
     lb->regions = calloc(n_layers, sizeof(*lb->regions));
     if (!lb->regions) {
         rc = RAILWIRE_E_NOMEM;

@@ -9,6 +9,14 @@
 
 #include <railwire.h>
 
+/* Maps len bytes of zeroed anonymous memory for a benchmark's transfer
+ * buffers, advised MADV_HUGEPAGE and every page resident (faulted in here,
+ * not inside the timed run: at depth d a bench maps d x size bytes, and
+ * both first-touch faults and the page walks of 4 KiB pages over such a
+ * working set cost more than the transfer in a VM).  Returns the mapping
+ * (release with munmap(p, len)) or NULL. */
+void *tool_buf_alloc(size_t len);
+
 /* Parses a byte count such as "4096", "4K", "64M", "1G", "2GiB" (binary
  * multipliers K/M/G/T, optional "B"/"iB").  Returns 0 and sets *out, or -1
  * (with a message naming `what` on stderr) for garbage, overflow or 0 when

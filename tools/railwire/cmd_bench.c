@@ -488,9 +488,8 @@ int cmd_bench(int argc, char **argv)
         goto out;
     }
 
-    run.buf = mmap(NULL, run.buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (run.buf == MAP_FAILED) {
-        run.buf = NULL;
+    run.buf = tool_buf_alloc(run.buf_len);
+    if (!run.buf) {
         fprintf(stderr, "error: cannot allocate %zu bytes of buffers\n", run.buf_len);
         goto out;
     }

@@ -432,6 +432,10 @@ int cmd_serve(int argc, char **argv)
                     (unsigned long long)arena_size, strerror(errno));
             goto out;
         }
+        /* Huge pages where THP runs in `madvise` mode: a client with many
+         * large transfers in flight walks a large part of the arena (see
+         * tool_buf_alloc).  Advice only. */
+        (void)madvise(arena, (size_t)arena_size, MADV_HUGEPAGE);
         if (fill)
             bench_pattern_fill(arena, (size_t)arena_size, 0, 0, 0);
         o.arena.addr = arena;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Busy polling is bounded (common/busy_poll.h): a client's receive thread
- * spins only while answers are awaited and for one window at most when the
+ * (now its client event loop, the thread that receives for the rail) spins
+ * only while answers are awaited and for one window at most when the
  * server is silent; an event loop spins only right after it served, so an
  * idle or stalled peer never keeps a thread on the CPU.  Each test gives a
  * window far longer than the default (tens of milliseconds) and checks the
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tcp/tcp_cli_loop.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_loop.h"
 #include "tcp_fixture.h"
@@ -114,7 +116,7 @@ Test(busy_poll, an_idle_rail_never_spins)
 {
     static struct silent s;
     silent_open(&s, 1000000); /* a one-second window: it must not open at all */
-    pthread_t rx = cli_of(s.cep)->rx;
+    pthread_t rx = rw_tcp_cli_loop_thread(cli_of(s.cep));
     sleep_ms(50);
     uint64_t t0 = thread_cpu_ns(rx);
     sleep_ms(IDLE_MS);
@@ -129,7 +131,7 @@ Test(busy_poll, a_silent_server_gets_one_window_then_the_receiver_sleeps)
 {
     static struct silent s;
     silent_open(&s, WINDOW_US);
-    pthread_t rx = cli_of(s.cep)->rx;
+    pthread_t rx = rw_tcp_cli_loop_thread(cli_of(s.cep));
     struct rw_wr wr = {.wr_id = 1, .opcode = RW_OP_READ, .local = s.buf, .mr = s.lmr,
                        .length = 4096, .remote_addr = 0x1000, .rkey = 1};
     cr_assert_eq(rw_tcp_ops.ep_post(s.cep, &wr, 1), 1);

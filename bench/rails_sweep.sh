@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The tcp client's rail-count sweep (issue 20), every figure from one run:
+#  1. READ and WRITE at 4 KiB and 64 KiB (depth 64) and 1 MiB (depth 8) on
+#     1, 2, 4, 8, 16 and 64 rails (`railwire bench --loopback`): each rail
+#     count's figure against the best rail count's (target >= 0.9).
+#  2. 1-rail 4 KiB READ at depth 1, 8 and 64 against bench/rr_ref at the
+#     same depth (target >= 0.9).
+#  3. The threads of a `railwire bench` process holding one 64-rail railset
+#     while it transfers (server in its own process; target <= cores + 2).
+#  4. Client CPU seconds per GB of 1 MiB READs at depth 8 (server in its own
+#     process) against the receiving thread of bench/rr_ref --stream.
+#  5. Deep queues of large transfers: 64 MiB at depth 8 against depth 1, 1
+#     and 2 rails, READ and WRITE, `railwire serve` and `railwire bench
+#     --connect` as two processes (targets: GB/s >= 0.9 of depth 1; p99 at
+#     depth 8 <= about 8 x the depth-1 p50).
+# Prints markdown tables and draws OUT.png (ratio to the best rail count
+# against rails) with gnuplot.  Nothing is asserted.  On a shared machine
+# the absolute figures move with the load; compare ratios within one run.
+#
+#   bash bench/rails_sweep.sh                    # 2 s per measurement
+#   SECS=3 RAILS_LIST="1 2 4" OUT=/tmp/sweep bash bench/rails_sweep.sh
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+secs="${SECS:-2}"
+rails_list="${RAILS_LIST:-1 2 4 8 16 64}"
+out="${OUT:-$bench_build/rails_sweep}"
+configs=("read 4K 64" "write 4K 64" "read 64K 64" "write 64K 64" "read 1M 8" "write 1M 8")
+bench_need jq:jq gnuplot-nox:gnuplot
+bench_build_all
+tmp="$(mktemp -d)"
+# sweep_run RAILS read|write SIZE DEPTH SECONDS: as lib.sh's rw_run, RW
+# dialect (the RO dialect allows 8 rails at most).
+sweep_run() {
+  "$rw_cli" bench --loopback --transport tcp --dialect rw --rails "$1" "--$2" -s "$3" -q "$4" -D "$5" \
+    --quiet --json 2>/dev/null | jq -r '.results[0] | "\(.transfers_per_s) \(.gbps)"' 2>/dev/null ||
+    echo "nan nan"
+}
+srv_pid=""
+trap '[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+cores=$(nproc)
+
+echo "== machine: $cores CPU(s), $(uname -sr), load: $(cut -d' ' -f1-3 /proc/loadavg) (shared: absolute figures move with the other users' load)"
+
+# --- 1. the rail-count sweep ---
+echo "== 1. rail counts $rails_list, $secs s per measurement" >&2
+for c in "${configs[@]}"; do
+  read -r op size depth <<<"$c"
+  for r in $rails_list; do
+    read -r ops gbps < <(sweep_run "$r" "$op" "$size" "$depth" "$secs") || true
+    echo "$r ${ops:-nan} ${gbps:-nan}" >>"$tmp/sweep.$op.$size"
+    printf "  %-5s %4s q%-3s %3s rails: %10.0f transfers/s %7.3f GB/s\n" "$op" "$size" "$depth" "$r" \
+      "${ops:-nan}" "${gbps:-nan}" >&2
+  done
+done
+echo
+echo "### Rail-count sweep (transfers/s; in brackets: ratio to the best rail count, target >= 0.9)"
+echo
+printf "| op, size, depth |"; for r in $rails_list; do printf " %s rail(s) |" "$r"; done; echo " worst ratio |"
+printf "| --- |"; for r in $rails_list; do printf " ---: |"; done; echo " ---: |"
+for c in "${configs[@]}"; do
+  read -r op size depth <<<"$c"
+  f="$tmp/sweep.$op.$size"
+  best=$(awk '$2+0>b{b=$2+0} END{print b+0}' "$f")
+  printf "| %s %s q%s |" "${op^^}" "$size" "$depth"
+  worst=9
+  while read -r r ops _; do
+    rat=$(ratio "$ops" "$best")
+    printf " %.0f (%s) |" "$ops" "$rat"
+    echo "$r $rat" >>"$tmp/plot.$op.$size"
+    worst=$(awk -v w="$worst" -v x="$rat" 'BEGIN{if(x+0>0 && x+0<w+0) w=x; print w}')
+  done <"$f"
+  printf " **%s** |\n" "$worst"
+done
+
+# --- 2. one rail, 4 KiB READ against rr_ref at the same depth ---
+echo "== 2. 1-rail 4 KiB READ vs bench/rr_ref" >&2
+echo
+echo "### One rail, 4 KiB READ, against bench/rr_ref at the same depth (target >= 0.9)"
+echo
+echo "| depth | rr_ref transfers/s | railwire | ratio |"
+echo "| ---: | ---: | ---: | ---: |"
+for d in 1 8 64; do
+  read -r rr _ < <(rr_run read 4K "$d" "$secs") || true
+  read -r rw _ < <(sweep_run 1 read 4K "$d" "$secs") || true
+  printf "| %s | %.0f | %.0f | **%s** |\n" "$d" "${rr:-nan}" "${rw:-nan}" "$(ratio "${rw:-nan}" "${rr:-nan}")"
+done
+
+# A `railwire serve` of a 576 MiB RW arena (filled, so its pages exist) in its
+# own process; sets srv_port.
+serve_start() {
+  "$rw_cli" serve --dialect rw --listen 127.0.0.1:0 --arena 576M --fill --max-rails 255 \
+    >"$tmp/serve.out" 2>"$tmp/serve.err" &
+  srv_pid=$!
+  local i
+  for i in $(seq 1 1200); do grep -q listening "$tmp/serve.out" && break; sleep 0.1; done
+  srv_port=$(sed -n 's/^listening on [^ ]*:\([0-9]*\) .*/\1/p' "$tmp/serve.out")
+}
+serve_stop() { kill "$srv_pid" 2>/dev/null || true; wait "$srv_pid" 2>/dev/null || true; srv_pid=""; }
+
+serve_start
+
+# --- 3. threads of a process holding one 64-rail railset ---
+echo "== 3. threads of a 64-rail railset" >&2
+"$rw_cli" bench --connect "127.0.0.1:$srv_port" --dialect rw --rails 64 --read -s 64K -q 64 \
+  -D "$((secs + 2))" --quiet >/dev/null 2>&1 &
+bpid=$!
+sleep 1.5
+maxthr=0
+for i in 1 2 3 4 5 6 7 8; do
+  n=$( (ls "/proc/$bpid/task" 2>/dev/null || true) | wc -l)
+  [ "$n" -gt "$maxthr" ] && maxthr=$n
+  sleep 0.2
+done
+wait "$bpid" || true
+echo
+echo "### Threads of a process holding one 64-rail railset while it transfers"
+echo
+echo "most threads seen: **$maxthr** (target <= cores + 2 = $((cores + 2)))"
+
+# --- 4. client CPU per GB at 1 MiB ---
+echo "== 4. client CPU per GB" >&2
+cpu_line=$( { /usr/bin/time -f "%U %S" "$rw_cli" bench --connect "127.0.0.1:$srv_port" --dialect rw \
+  --read -s 1M -q 8 -D "$secs" --quiet --json 2>"$tmp/time.err" >"$tmp/cpu.json"; } 2>&1; tail -1 "$tmp/time.err")
+gb=$(jq -r '.results[0] | .gbps * .seconds' "$tmp/cpu.json" 2>/dev/null || echo nan)
+rw_cpu=$(awk -v l="$cpu_line" -v g="$gb" 'BEGIN{split(l,a," "); if(g+0>0) printf "%.4f", (a[1]+a[2])/g; else print "nan"}')
+ref_cpu=$("$rr_bin" --stream -s 1048576 -D "$secs" | jq -r '.rx_cpu_s_per_gb' 2>/dev/null || echo nan)
+echo
+echo "### Client CPU seconds per GB, 1 MiB READs at depth 8 (server in its own process)"
+echo
+echo "| railwire bench process | raw TCP stream, receiving thread (rr_ref --stream) | ratio |"
+echo "| ---: | ---: | ---: |"
+echo "| $rw_cpu | $ref_cpu | $(ratio "$rw_cpu" "$ref_cpu") |"
+
+# --- 5. deep queues of 64 MiB transfers ---
+echo "== 5. 64 MiB at depth 1 and 8" >&2
+echo
+echo "### 64 MiB transfers at depth 8 against depth 1 (two processes)"
+echo
+echo "| rails, op | depth 1 GB/s | p50 ms | depth 8 GB/s | p50 ms | p99 ms | GB/s ratio (>= 0.9) | p99(8) / p50(1) (<= ~8) |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for r in 1 2; do
+  for op in read write; do
+    for d in 1 8; do
+      "$rw_cli" bench --connect "127.0.0.1:$srv_port" --dialect rw --rails "$r" "--$op" -s 64M \
+        -q "$d" -n $((d * 6)) --span 512M --quiet --json 2>/dev/null >"$tmp/deep.$d.json" || true
+    done
+    read -r g1 p1 < <(jq -r '.results[0] | "\(.gbps) \(.p50_us / 1000)"' "$tmp/deep.1.json" 2>/dev/null || echo "nan nan")
+    read -r g8 p8 q8 < <(jq -r '.results[0] | "\(.gbps) \(.p50_us / 1000) \(.p99_us / 1000)"' "$tmp/deep.8.json" 2>/dev/null || echo "nan nan nan")
+    printf "| %s %s | %.3f | %.0f | %.3f | %.0f | %.0f | **%s** | **%s** |\n" "$r" "${op^^}" "$g1" "$p1" "$g8" "$p8" "$q8" \
+      "$(ratio "$g8" "$g1")" "$(ratio "$q8" "$p1")"
+  done
+done
+serve_stop
+
+# --- the plot ---
+{
+  echo "set terminal pngcairo size 900,540"
+  echo "set output '$out.png'"
+  echo "set title 'tcp client on shared event loops: each rail count against the best ($cores CPUs)'"
+  echo "set xlabel 'rails'; set ylabel 'transfers/s / best rail count'"
+  echo "set logscale x 2; set yrange [0:1.1]; set key bottom left; set grid"
+  printf "plot 0.9 title 'target 0.9' dt 2 lc rgb 'gray'"
+  for c in "${configs[@]}"; do
+    read -r op size depth <<<"$c"
+    printf ", '%s' using 1:2 with linespoints title '%s %s q%s'" "$tmp/plot.$op.$size" "${op^^}" "$size" "$depth"
+  done
+  echo
+} >"$tmp/plot.gp"
+if gnuplot "$tmp/plot.gp" 2>/dev/null; then
+  echo; echo "plot: $out.png"
+else
+  echo; echo "(gnuplot failed: no plot)"
+fi

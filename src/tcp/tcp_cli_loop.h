@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* The event loops of the tcp client: one process-wide pool shared by every
+ * client ep (every rail of every railset), min(cores, rails connected)
+ * threads, started as rails connect and stopped when the last rail is
+ * destroyed.  Each loop is an epoll set of edge-triggered, non-blocking
+ * rail sockets; it runs each rail's send queue and receive state machine
+ * (tcp_cli_io.c) for at most one quantum per turn, so a rail that streams
+ * or stalls never holds up the others on its loop.
+ *
+ * Other threads talk to a loop through its command lists (add, kick, kill)
+ * and its eventfd.  A fork()ed child inherits no loop thread: the pool's
+ * fork handler marks every inherited ep dead and orphaned, so the child can
+ * destroy them without waiting for a thread that does not exist in it (and
+ * without touching the parent's connections).
+ *
+ * Lock order: an ep's lock may be held while taking its loop's lock, never
+ * the other way round; the pool lock is never taken with either held by a
+ * loop thread. */
+#ifndef RW_TCP_CLI_LOOP_H
+#define RW_TCP_CLI_LOOP_H
+
+#include "tcp/tcp_internal.h"
+
+/* Most loops the pool ever runs (also bounded by the cores). */
+#define RW_TCP_CLI_LOOPS_MAX 64u
+
+/* Chooses a loop for a connected ep (starting a new loop thread when fewer
+ * run than min(cores, eps)), and hands the ep to it.  The ep must be up with
+ * its socket set.  Returns 0, or RAILWIRE_E_SYSTEM / RAILWIRE_E_NOMEM
+ * (logged; the ep is not attached). */
+int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep);
+
+/* With ep->lock held: asks the ep's loop to run its send queue (requests
+ * were posted that the posting thread did not write). */
+void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep);
+
+/* Asks the ep's loop to drop the ep and waits until the loop no longer
+ * touches it nor its buffers (bounded: loop handlers never block).  The ep
+ * must be dead already.  Never called from a loop thread. */
+void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep);
+
+/* Gives the ep's place back (after rw_tcp_cli_loop_kill): the last ep of
+ * the process stops and joins the loop threads. */
+void rw_tcp_cli_loop_detach(struct rw_tcp_cli_ep *ep);
+
+/* Sets the most loop threads the pool runs (1..RW_TCP_CLI_LOOPS_MAX;
+ * 0 = the number of cores).  Takes effect for loops started later.  For
+ * tests and benchmarks. */
+void rw_tcp_cli_pool_configure(unsigned n);
+
+/* The thread of the loop serving a connected ep (for tests that measure
+ * what the thread serving a rail costs). */
+pthread_t rw_tcp_cli_loop_thread(const struct rw_tcp_cli_ep *ep);
+
+/* Number of client loop threads running in this process. */
+unsigned rw_tcp_cli_pool_threads(void);
+
+#endif

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* The receive state machine of a client ep, run by its loop thread on a
+ * non-blocking socket: the verdict (lazy_verdict), then for each request in
+ * order its response header and, for a READ, its payload.  Small answers
+ * are read in bulk into a staging buffer; a big payload goes straight to
+ * its buffer (at most RW_TCP_RX_STAGE bytes of it are ever copied). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/time.h"
+#include "tcp/tcp_cli_io.h"
+#include "tcp/tcp_sock.h"
+
+/* Largest READ payload staged with its answer (copied out of the staging
+ * buffer); a bigger one is read straight into its buffer. */
+#define RX_SMALL (16u * 1024)
+#define RX_QUANTUM (4u << 20)
+
+#define WOULD_BLOCK 1
+
+/* How many bytes the receiver may read in bulk: the answers expected to the
+ * requests outstanding, in order, up to and including the header of the
+ * first READ answer whose payload is big (that payload then goes straight
+ * to its buffer).  A refused access answers shorter: the surplus is just
+ * staged for the answers after it.  *small is set when an answer is awaited
+ * and the oldest one is small (no payload, or one of at most RX_SMALL): the
+ * loop spins only for those. */
+static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
+{
+    size_t want = 0;
+    uint64_t i, end;
+
+    pthread_mutex_lock(&ep->lock);
+    end = ep->posted;
+    *small = 0;
+    if (ep->answered < end) {
+        const struct rw_wr *w = &ep->ring[ep->answered & ep->mask].wr;
+        *small = w->opcode != RW_OP_READ || w->length <= RX_SMALL;
+    }
+    for (i = ep->answered; i < end && want < RW_TCP_RX_STAGE; i++) {
+        const struct rw_wr *w = &ep->ring[i & ep->mask].wr;
+        want += RW_TCP_RESP_SIZE;
+        if (w->opcode == RW_OP_READ) {
+            if (w->length > RX_SMALL)
+                break;
+            want += w->length;
+        }
+    }
+    pthread_mutex_unlock(&ep->lock);
+    return want;
+}
+
+/* Makes n bytes available at rx->buf + rx->off without blocking, asking
+ * each recv for up to `want` bytes (clamped to [n, RW_TCP_RX_STAGE]).
+ * Adds what it read to *got.  Returns 0, WOULD_BLOCK, RAILWIRE_E_CLOSED
+ * (clean EOF with nothing staged) or RAILWIRE_E_IO (error, or EOF inside a
+ * frame). */
+static int rx_fill(struct rw_tcp_rx *rx, size_t n, size_t want, size_t *got)
+{
+    size_t a = rw_tcp_rx_avail(rx);
+
+    if (a >= n)
+        return 0;
+    if (want < n)
+        want = n;
+    if (want > sizeof(rx->buf))
+        want = sizeof(rx->buf);
+    memmove(rx->buf, rx->buf + rx->off, a);
+    rx->off = 0;
+    rx->len = a;
+    while (rw_tcp_rx_avail(rx) < n) {
+        ssize_t k = recv(rx->fd, rx->buf + rx->len, want - rx->len, MSG_DONTWAIT);
+        if (k > 0) {
+            rx->len += (size_t)k;
+            *got += (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return WOULD_BLOCK;
+        if (k == 0)
+            return rw_tcp_rx_avail(rx) ? RAILWIRE_E_IO : RAILWIRE_E_CLOSED;
+        return RAILWIRE_E_IO;
+    }
+    return 0;
+}
+
+/* Records the answer to the oldest outstanding request and publishes what
+ * can be. */
+static void answer(struct rw_tcp_cli_ep *ep, struct rw_tcp_slot *s, int st)
+{
+    int wake;
+
+    pthread_mutex_lock(&ep->lock);
+    s->status = st;
+    s->byte_len = st ? 0 : s->wr.length;
+    ep->answered++;
+    wake = rw_tcp_cli_publish_locked(ep);
+    pthread_mutex_unlock(&ep->lock);
+    if (wake)
+        rw_tcp_cli_notify(ep);
+}
+
+/* Receives what is left of the READ payload in progress. */
+static int rx_payload(struct rw_tcp_cli_ep *ep, size_t *got, const char **what)
+{
+    struct rw_tcp_cli_rxs *r = &ep->rxs;
+
+    while (r->left) {
+        size_t ask = r->left > RX_QUANTUM ? RX_QUANTUM : (size_t)r->left;
+        ssize_t k = recv(r->rx->fd, r->dst, ask, MSG_DONTWAIT);
+        if (k > 0) {
+            r->dst += k;
+            r->left -= (uint64_t)k;
+            *got += (size_t)k;
+            if (*got >= RX_QUANTUM && r->left)
+                return 0; /* the caller sees the quantum used */
+            continue;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return WOULD_BLOCK;
+        *what = "the connection failed in the middle of READ data";
+        return RAILWIRE_E_IO;
+    }
+    pthread_mutex_lock(&ep->lock);
+    struct rw_tcp_slot *s = &ep->ring[ep->answered & ep->mask];
+    pthread_mutex_unlock(&ep->lock);
+    answer(ep, s, 0);
+    return 0;
+}
+
+/* Reads the verdict of a lazy_verdict rail. */
+static int rx_verdict(struct rw_tcp_cli_ep *ep, size_t *got, const char **what)
+{
+    struct rw_tcp_rx *rx = ep->rxs.rx;
+    int rc = rx_fill(rx, 1, 1, got);
+    uint8_t v;
+
+    if (rc) {
+        if (rc != WOULD_BLOCK)
+            *what = rc == RAILWIRE_E_CLOSED ? "the server closed the rail without a verdict"
+                                            : "receiving failed (connection reset or timed out)";
+        return rc;
+    }
+    v = rx->buf[rx->off];
+    rw_tcp_rx_consume(rx, 1);
+    ep->need_verdict = 0;
+    if (v != RW_TCP_VERDICT_OK) {
+        *what = "the server refused the rail (unknown endpoint or wrong psn; see the server's log)";
+        return RAILWIRE_E_REFUSED;
+    }
+    return 0;
+}
+
+/* Reads one response header and starts its payload.  Returns 0 (progress),
+ * WOULD_BLOCK (*small set as rx_want), or a code with *what set. */
+static int rx_header(struct rw_tcp_cli_ep *ep, size_t *got, int *small, const char **what)
+{
+    struct rw_tcp_rx *rx = ep->rxs.rx;
+    struct rw_tcp_resp resp;
+    struct rw_tcp_slot *s;
+    uint64_t idx;
+    int rc;
+
+    if (rw_tcp_rx_avail(rx) < RW_TCP_RESP_SIZE) {
+        rc = rx_fill(rx, RW_TCP_RESP_SIZE, rx_want(ep, small), got);
+        if (rc) {
+            if (rc != WOULD_BLOCK)
+                *what = rc == RAILWIRE_E_CLOSED ? "the server closed the connection"
+                                                : "receiving failed (connection reset or timed out)";
+            return rc;
+        }
+    }
+    rw_tcp_resp_decode(rx->buf + rx->off, &resp);
+    rw_tcp_rx_consume(rx, RW_TCP_RESP_SIZE);
+    pthread_mutex_lock(&ep->lock);
+    idx = ep->answered;
+    rc = idx < ep->posted ? 0 : RAILWIRE_E_PROTOCOL;
+    pthread_mutex_unlock(&ep->lock);
+    if (rc || resp.tag != idx) {
+        *what = "the server answered a request that was not sent (protocol error)";
+        return RAILWIRE_E_PROTOCOL;
+    }
+    s = &ep->ring[idx & ep->mask];
+    if (resp.status == RW_TCP_ST_ACCESS && resp.length == 0) {
+        answer(ep, s, RAILWIRE_E_REMOTE_ACCESS);
+        return 0;
+    }
+    if (resp.status != RW_TCP_ST_OK) {
+        *what = "the server sent an unknown status (protocol error)";
+        return RAILWIRE_E_PROTOCOL;
+    }
+    if (resp.length != (s->wr.opcode == RW_OP_READ ? s->wr.length : 0)) {
+        *what = "the server's response has the wrong length (protocol error)";
+        return RAILWIRE_E_PROTOCOL;
+    }
+    if (!resp.length) {
+        answer(ep, s, 0);
+        return 0;
+    }
+    /* The staged part of the payload first, then the rest straight in. */
+    {
+        size_t c = rw_tcp_rx_avail(rx);
+        if (c > resp.length)
+            c = resp.length;
+        memcpy(s->wr.local, rx->buf + rx->off, c);
+        rw_tcp_rx_consume(rx, c);
+        ep->rxs.dst = (uint8_t *)s->wr.local + c;
+        ep->rxs.left = resp.length - c;
+    }
+    return rx_payload(ep, got, what);
+}
+
+int rw_tcp_cli_rx_run(struct rw_tcp_cli_ep *ep, uint64_t *spin_ns)
+{
+    const char *what = "receiving failed";
+    size_t got = 0;
+    int rc = 0, small = 0;
+
+    while (got < RX_QUANTUM) {
+        if (ep->need_verdict)
+            rc = rx_verdict(ep, &got, &what);
+        else if (ep->rxs.left)
+            rc = rx_payload(ep, &got, &what);
+        else
+            rc = rx_header(ep, &got, &small, &what);
+        if (rc)
+            break;
+    }
+    if (got) {
+        pthread_mutex_lock(&ep->lock);
+        ep->rx_mark_ms = rw_now_ms();
+        pthread_mutex_unlock(&ep->lock);
+    }
+    if (rc == WOULD_BLOCK) {
+        if (small || (ep->rxs.left && ep->rxs.left <= RX_SMALL))
+            if (ep->busy_poll_ns > *spin_ns)
+                *spin_ns = ep->busy_poll_ns;
+        return 0;
+    }
+    if (rc) {
+        rw_tcp_cli_fail(ep, rc == RAILWIRE_E_REFUSED ? rc : RAILWIRE_E_RAIL_DOWN, what);
+        return 0;
+    }
+    return 1; /* quantum used */
+}
