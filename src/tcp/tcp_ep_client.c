@@ -104,13 +104,27 @@ static int dial(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int tim
     if (rc)
         return rc;
     rw_tcp_hello_encode(hello, &h);
-    rc = rw_tcp_send_deadline(fd, hello, sizeof(hello), deadline);
+    if (ep->dom->tls_client) {
+        rc = rw_tcp_cli_tls_dial(ep->dom, fd, hello, sizeof(hello), !ep->lazy_verdict, &verdict,
+                                 deadline, &ep->tls);
+        if (rc) {
+            close(fd);
+            return rc;
+        }
+        if (ep->lazy_verdict) {
+            *out = fd;
+            return 0;
+        }
+        rc = 0;
+    } else {
+        rc = rw_tcp_send_deadline(fd, hello, sizeof(hello), deadline);
+    }
     if (!rc && ep->lazy_verdict) {
         /* The receive state machine reads the verdict before any response. */
         *out = fd;
         return 0;
     }
-    if (!rc)
+    if (!rc && !ep->tls)
         rc = rw_tcp_recv_deadline(fd, &verdict, 1, deadline);
     if (rc == RAILWIRE_E_TIMEOUT) {
         rw_err_rl("tcp: rail to %s: no answer to the hello within %d ms; check that the server "
@@ -126,7 +140,8 @@ static int dial(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int tim
         rc = RAILWIRE_E_REFUSED;
     }
     if (rc) {
-        close(fd);
+        rw_tcp_tls_close(fd, ep->tls);
+        ep->tls = NULL;
         return rc;
     }
     *out = fd;
@@ -244,8 +259,8 @@ void rw_tcp_cli_ep_destroy(struct rw_tcp_cli_ep *ep)
 
     rw_tcp_cli_ep_kill(ep);
     rw_tcp_cli_loop_detach(ep);
-    if (ep->fd >= 0)
-        close(ep->fd);
+    rw_tcp_tls_close(ep->fd, ep->tls);
+    ep->tls = NULL;
     free(ep->rxs.rx);
     close(ep->evfd);
     pthread_cond_destroy(&ep->cond);

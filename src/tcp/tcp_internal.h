@@ -40,6 +40,9 @@ struct rw_tcp_domain {
 
     /* server only */
     struct rw_tls_slot *tls_server; /* rails run TLS with these credentials (NULL: plain) */
+    /* client only */
+    struct rw_tls_creds *tls_client; /* one reference: rails dial TLS with these (NULL: plain) */
+    char tls_host[256];              /* the name the server's certificate must carry */
     int listen_fd;
     int wake_fd;                   /* eventfd: tells the accept thread to stop */
     pthread_t accept_thread;
@@ -219,6 +222,7 @@ struct rw_tcp_cli_ep {
     pthread_cond_t cond;            /* signalled when an inline send ends (ep_kill waits) */
     enum rw_tcp_cli_state state;
     int fd;                         /* non-blocking once connected */
+    struct rw_tls_conn *tls;        /* owned: the rail runs TLS (NULL: plain) */
     int err;                        /* why the ep died */
     unsigned depth;
     uint32_t mask;
@@ -300,6 +304,22 @@ int rw_tcp_send_verdict(int fd, struct rw_tls_conn *tls, uint8_t v);
  * failure, logged), inside TLS when c->tls is set. */
 ssize_t rw_tcp_conn_recv(struct rw_tcp_conn *c, void *buf, size_t n);
 ssize_t rw_tcp_conn_sendmsg(struct rw_tcp_conn *c, const struct msghdr *mh, int flags);
+/* Client rails, the same: a receive through rx->tls when set, a send
+ * through ep->tls (a send that had to wait is retried with at least the
+ * same bytes, which the send queue's order guarantees). */
+ssize_t rw_tcp_rx_recv(struct rw_tcp_rx *rx, void *buf, size_t n);
+ssize_t rw_tcp_cli_sendmsg(struct rw_tcp_cli_ep *ep, const struct msghdr *mh);
+/* Client dial with TLS: the handshake on the connected fd (checking the
+ * server's certificate against the domain's tls_host), then the hello and
+ * (unless lazy) the verdict inside TLS, all before deadline_ms.  Returns
+ * 0 and *out (owned by the caller), or an error (logged). */
+int rw_tcp_cli_tls_dial(struct rw_tcp_domain *d, int fd, const uint8_t *hello, size_t n,
+                        int want_verdict, uint8_t *verdict, int64_t deadline_ms,
+                        struct rw_tls_conn **out);
+/* Domain open/close: keeps a reference on the client credentials. */
+void rw_tcp_domain_tls_client(struct rw_tcp_domain *d, struct rw_tls_creds *c,
+                              const char *host);
+void rw_tcp_domain_tls_release(struct rw_tcp_domain *d);
 
 /* --- serving state machine (tcp_serve.c) --- */
 /* Prepares ep->conn for fd (non-blocking) before it goes to a loop. */

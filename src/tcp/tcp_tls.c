@@ -6,6 +6,7 @@
  * sendmsg(2) semantics so that tcp_serve.c's state machine is the same
  * for both.  Without TLS support built in, tls is always NULL. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,8 +14,10 @@
 
 #include "common/log.h"
 #include "tcp/tcp_internal.h"
+#include "tcp/tcp_sock.h"
 #if RAILWIRE_HAVE_TLS
 #include "tls/tls_conn.h"
+#include "tls/tls_creds.h"
 #endif
 
 void rw_tcp_tls_close(int fd, struct rw_tls_conn *tls)
@@ -32,6 +35,18 @@ void rw_tcp_tls_close(int fd, struct rw_tls_conn *tls)
 }
 
 #if RAILWIRE_HAVE_TLS
+/* A failed TLS read or write: a reset or an end is the rail's ordinary
+ * death (logged by whoever reacts to it), anything else (a record that
+ * failed authentication, an alert) is worth a warning of its own. */
+static void log_tls_failure(struct rw_tls_conn *t, const char *what)
+{
+    enum rw_tls_reason r = rw_tls_conn_reason(t);
+    if (r == RW_TLS_R_IO || r == RW_TLS_R_CLOSED)
+        rw_debug_rl("tcp: %s: %s", what, rw_tls_conn_error(t));
+    else
+        rw_warn_rl("tcp: %s: %s", what, rw_tls_conn_error(t));
+}
+
 /* A TLS result in errno terms. */
 static ssize_t tls_result(struct rw_tcp_conn *c, ssize_t k)
 {
@@ -41,8 +56,7 @@ static ssize_t tls_result(struct rw_tcp_conn *c, ssize_t k)
         errno = EAGAIN;
         return -1;
     }
-    rw_warn_rl("tcp: qpn 0x%08x: %s", c->ep ? (unsigned)c->ep->base.local.qpn : 0u,
-               rw_tls_conn_error(c->tls));
+    log_tls_failure(c->tls, "qpn");
     errno = ECONNRESET;
     return -1;
 }
@@ -81,4 +95,99 @@ ssize_t rw_tcp_conn_sendmsg(struct rw_tcp_conn *c, const struct msghdr *mh, int 
         return tls_result(c, rw_tls_writev(c->tls, mh->msg_iov, (int)mh->msg_iovlen));
 #endif
     return sendmsg(c->fd, mh, flags);
+}
+
+/* ---- client rails ---- */
+
+ssize_t rw_tcp_rx_recv(struct rw_tcp_rx *rx, void *buf, size_t n)
+{
+#if RAILWIRE_HAVE_TLS
+    if (rx->tls) {
+        ssize_t k = rw_tls_read(rx->tls, buf, n);
+        if (k >= 0)
+            return k;
+        if (k == RW_TLS_WANT_READ || k == RW_TLS_WANT_WRITE) {
+            errno = EAGAIN;
+            return -1;
+        }
+        log_tls_failure(rx->tls, "rail");
+        errno = ECONNRESET;
+        return -1;
+    }
+#endif
+    return recv(rx->fd, buf, n, MSG_DONTWAIT);
+}
+
+ssize_t rw_tcp_cli_sendmsg(struct rw_tcp_cli_ep *ep, const struct msghdr *mh)
+{
+#if RAILWIRE_HAVE_TLS
+    if (ep->tls) {
+        ssize_t k = rw_tls_writev(ep->tls, mh->msg_iov, (int)mh->msg_iovlen);
+        if (k >= 0)
+            return k;
+        if (k == RW_TLS_WANT_READ || k == RW_TLS_WANT_WRITE) {
+            errno = EAGAIN;
+            return -1;
+        }
+        log_tls_failure(ep->tls, "rail");
+        errno = ECONNRESET;
+        return -1;
+    }
+#endif
+    return sendmsg(ep->fd, mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void rw_tcp_domain_tls_client(struct rw_tcp_domain *d, struct rw_tls_creds *c, const char *host)
+{
+#if RAILWIRE_HAVE_TLS
+    d->tls_client = c ? rw_tls_creds_ref(c) : NULL;
+    snprintf(d->tls_host, sizeof(d->tls_host), "%s", host ? host : "");
+#else
+    (void)d, (void)c, (void)host;
+#endif
+}
+
+void rw_tcp_domain_tls_release(struct rw_tcp_domain *d)
+{
+#if RAILWIRE_HAVE_TLS
+    rw_tls_creds_unref(d->tls_client);
+#endif
+    d->tls_client = NULL;
+}
+
+int rw_tcp_cli_tls_dial(struct rw_tcp_domain *d, int fd, const uint8_t *hello, size_t n,
+                        int want_verdict, uint8_t *verdict, int64_t deadline_ms,
+                        struct rw_tls_conn **out)
+{
+    *out = NULL;
+#if RAILWIRE_HAVE_TLS
+    struct rw_tls_conn *t = NULL;
+    int rc = rw_tls_conn_new(d->tls_client, fd, d->tls_host[0] ? d->tls_host : NULL, &t);
+    if (rc < 0) {
+        rw_err_rl("tcp: %s: cannot start TLS on a rail (%s)", d->base.name,
+                  railwire_error_class(rc));
+        return rc;
+    }
+    rc = rw_tls_conn_handshake(t, deadline_ms);
+    if (rc == 0)
+        rc = rw_tls_write_full(t, hello, n, deadline_ms);
+    if (rc == 0 && want_verdict)
+        rc = rw_tls_read_full(t, verdict, 1, deadline_ms);
+    if (rc < 0) {
+        if (rc == RAILWIRE_E_CLOSED)
+            rw_err_rl("tcp: rail: the server closed the TLS connection without answering the "
+                      "hello; see the server's log");
+        else
+            rw_err_rl("tcp: rail: %s", rw_tls_conn_error(t));
+        rw_tls_conn_free(t);
+        return rc == RAILWIRE_E_CLOSED ? RAILWIRE_E_CONNECT : rc;
+    }
+    *out = t;
+    return 0;
+#else
+    (void)d, (void)fd, (void)hello, (void)n, (void)want_verdict, (void)verdict,
+        (void)deadline_ms;
+    rw_err("tcp: TLS asked for, but this railwire was built without TLS");
+    return RAILWIRE_E_INVALID;
+#endif
 }
