@@ -180,6 +180,7 @@ int rw_tcp_cli_ep_connect(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remot
     if (rc)
         return rc;
     name_after_local(ep, fd);
+    rw_tcp_cli_tls_mode(ep);
     ep->need_verdict = ep->lazy_verdict;
     return rw_tcp_cli_io_start(ep, fd);
 }

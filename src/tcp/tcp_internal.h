@@ -320,6 +320,8 @@ int rw_tcp_cli_tls_dial(struct rw_tcp_domain *d, int fd, const uint8_t *hello, s
 void rw_tcp_domain_tls_client(struct rw_tcp_domain *d, struct rw_tls_creds *c,
                               const char *host);
 void rw_tcp_domain_tls_release(struct rw_tcp_domain *d);
+/* Notes in ep->base.tls/tls_ktls who runs the rail's record layer. */
+void rw_tcp_cli_tls_mode(struct rw_tcp_cli_ep *ep);
 
 /* --- serving state machine (tcp_serve.c) --- */
 /* Prepares ep->conn for fd (non-blocking) before it goes to a loop. */

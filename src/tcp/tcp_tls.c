@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <railwire/railset.h>
+
 #include "common/log.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_sock.h"
@@ -189,5 +191,19 @@ int rw_tcp_cli_tls_dial(struct rw_tcp_domain *d, int fd, const uint8_t *hello, s
         (void)deadline_ms;
     rw_err("tcp: TLS asked for, but this railwire was built without TLS");
     return RAILWIRE_E_INVALID;
+#endif
+}
+
+void rw_tcp_cli_tls_mode(struct rw_tcp_cli_ep *ep)
+{
+    ep->base.tls = RAILWIRE_RAIL_TLS_OFF;
+    ep->base.tls_ktls = 0;
+#if RAILWIRE_HAVE_TLS
+    if (!ep->tls)
+        return;
+    int snd = 0, rcv = 0;
+    rw_tls_conn_ktls(ep->tls, &snd, &rcv);
+    ep->base.tls_ktls = (snd ? RAILWIRE_KTLS_SEND : 0u) | (rcv ? RAILWIRE_KTLS_RECV : 0u);
+    ep->base.tls = ep->base.tls_ktls ? RAILWIRE_RAIL_TLS_KERNEL : RAILWIRE_RAIL_TLS_USER;
 #endif
 }

@@ -152,6 +152,9 @@ struct rw_ep_cfg {
 struct rw_ep {
     struct rw_domain *dom;
     struct rw_qp_id local;  /* our identity, sent in the handshake */
+    uint32_t tls;           /* enum railwire_rail_tls of the rail's connection (tcp),
+                               set by ep_connect; 0 = plain */
+    uint32_t tls_ktls;      /* RAILWIRE_KTLS_SEND | RAILWIRE_KTLS_RECV */
 };
 
 /* One work request.  `local` lies inside `mr`. */

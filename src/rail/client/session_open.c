@@ -144,7 +144,11 @@ static int control_tls(const struct rw_session_spec *sp, int fd, struct rw_tls_c
     }
     rc = rw_tls_conn_handshake(*out, rw_now_ms() + to);
     if (rc < 0) {
-        rw_err("connect: %s", rw_tls_conn_error(*out));
+        rw_err("connect: %s%s", rw_tls_conn_error(*out),
+               strstr(rw_tls_conn_error(*out), "protocol version")
+                   ? " (a plain railwire listener answers a TLS client with this alert: check "
+                     "that the server runs with TLS options)"
+                   : "");
         rw_tls_conn_free(*out);
         *out = NULL;
         return rc;
