@@ -53,7 +53,7 @@ def client_tls(cert="client", ca="ca.pem", name="server.test"):
 
 
 def serve(extra=(), tls=True, metrics=False):
-    args = ["--dialect", "rw", "--listen", "127.0.0.1:0", "--arena", "1M", "--fill",
+    args = ["--dialect", "rw", "--listen", "127.0.0.1:0", "--arena", "16M", "--fill",
             "--io-timeout", "3000", "--first-byte-timeout", "1000"]
     if tls:
         args += server_tls()
@@ -365,6 +365,68 @@ def test_sighup_reloads_and_keeps_sessions():
         check(held.returncode == 0 and json.loads(out)["result"] == "ok",
               "the session established before the reloads: %s" % out)
     finally:
+        s.close()
+
+
+# --- the railwire client (bench) over TLS -------------------------------------
+
+def bench(s, extra, want_rc=None):
+    rc, out, err = run([RW, "bench", "--connect", s.addr, "--dialect", "rw", "--json",
+                        "--quiet", "-n", "64", "-s", "256K"] + extra, timeout=120)
+    j = json.loads(out) if out.strip() else None
+    if want_rc is not None:
+        check(rc == want_rc, "bench %s: exit %d\n%s\nserver:\n%s"
+              % (extra, rc, err[-3000:], s.log()[-3000:]))
+    return rc, j, err
+
+
+def test_bench_over_tls_verified():
+    s = serve(["--tls-psk", cp("psk.txt")])
+    try:
+        for op in ("--read", "--write"):
+            rc, j, err = bench(s, ["--rails", "2", op, "--verify"] + client_tls()[2:] +
+                               ["--tls-ca", cp("ca.pem"), "--tls-server-name", "server.test"],
+                               want_rc=0)
+            check(all(r["tls"] in ("user", "kernel") for r in j["rail_stats"]),
+                  "rails not on TLS: %s" % j["rail_stats"])
+            check(all(r["tls_ktls"] in ("none", "send", "recv", "both") for r in j["rail_stats"]),
+                  j["rail_stats"])
+        # PSK, the second identity of the file (a WRITE with read-back:
+        # the arena no longer holds the --fill pattern after the WRITEs)
+        rc, j, err = bench(s, ["--rails", "2", "--write", "--verify", "--tls-psk",
+                               cp("psk.txt"), "--tls-psk-identity", "beta"], want_rc=0)
+        check("psk:beta" in s.log(), "the server did not see identity beta:\n" + s.log()[-2000:])
+        # plain: unchanged, and off
+        s2 = serve(tls=False)
+        try:
+            rc, j, _ = bench(s2, ["--rails", "2", "--verify"], want_rc=0)
+            check(all(r["tls"] == "off" for r in j["rail_stats"]), j["rail_stats"])
+        finally:
+            s2.close()
+    finally:
+        s.close()
+
+
+def test_bench_tls_errors_name_what_to_check():
+    s = serve(["--tls-psk", cp("psk.txt")])
+    plain = serve(tls=False)
+    try:
+        cases = [(s, ["--tls-psk", cp("psk-wrong.txt")], "TLS"),
+                 (s, ["--tls-psk", cp("psk-gamma.txt")], "gamma"),
+                 (s, [], "this client is plain"),
+                 (s, client_tls(cert="client-expired"), "expired"),
+                 (s, client_tls(ca="other-ca.pem"), "does not chain"),
+                 (s, client_tls(name="other.test"), "not for the name"),
+                 (plain, client_tls(), "protocol version")]
+        for srv, extra, want in cases:
+            rc, j, err = bench(srv, extra)
+            check(rc == 1 and want in err, "%s: exit %d, %r not in:\n%s" % (extra, rc, want, err))
+            legit(s)
+        rc, out, err = run([RW, "bench", "--connect", s.addr, "--tls-cert", cp("client.pem"),
+                            "--tls-key", cp("server.key"), "--tls-ca", cp("ca.pem")], timeout=30)
+        check(rc == 2 and "does not match" in err, "key mismatch: exit %d: %s" % (rc, err))
+    finally:
+        plain.close()
         s.close()
 
 
