@@ -113,8 +113,20 @@ def link_up_all():
         sh("ip", "link", "set", veth(k, "c"), "up", ns=NS_C)
 
 
-def serve(dialect):
+def psk_file():
+    """A PSK file (mode 0600) for the TLS variants: one identity, 32 random bytes."""
+    path = os.path.join(TMP, "fleet.psk")
+    if not os.path.exists(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("netns:%s\n" % os.urandom(32).hex())
+    return path
+
+
+def serve(dialect, tls=False):
     args = ["--dialect", dialect, "--listen", s_addr(0) + ":0", "--transport", "tcp"]
+    if tls:
+        args += ["--tls-psk", psk_file()]
     for r in range(N_RAILS):
         args += ["--rail-addr", s_addr(r + 1)]
     if dialect == "rw":
@@ -139,16 +151,18 @@ def bench_args(s, dialect, op, extra=()):
     return a + list(extra)
 
 
-def run_with_fault(dialect, op, fault, rail, seconds=6.0, at=1.5, want_rc=0):
-    """Runs bench for `seconds` and injects `fault` on `rail` after `at` s."""
+def run_with_fault(dialect, op, fault, rail, seconds=6.0, at=1.5, want_rc=0, tls=False):
+    """Runs bench for `seconds` and injects `fault` on `rail` after `at` s
+    (with tls: the server and the bench on TLS 1.3 with a PSK)."""
     nft_reset()
     link_up_all()
-    s = serve(dialect)
+    s = serve(dialect, tls)
     try:
         timer = threading.Timer(at, fault, args=(rail,))
         timer.start()
         try:
-            rc, j, err = bench_json(RW, bench_args(s, dialect, op, ["-D", str(seconds)]),
+            extra = ["-D", str(seconds)] + (["--tls-psk", psk_file()] if tls else [])
+            rc, j, err = bench_json(RW, bench_args(s, dialect, op, extra),
                                     timeout=120, netns=NS_C, want_rc=want_rc)
         except AssertionError as e:
             raise AssertionError("%s\nserver log (last 6000 bytes):\n%s" % (e, s.log()[-6000:]))
@@ -184,6 +198,18 @@ def test_rail_reset_mid_run_write():
 def test_rail_reset_mid_run_read():
     j, err, _ = run_with_fault("ro", "--read", fault_reset, 0)
     check_survived(j, 0, "RO read, rail 0 reset")
+
+
+def test_tls_rail_reset_mid_run_read():
+    j, err, _ = run_with_fault("ro", "--read", fault_reset, 0, tls=True)
+    check_survived(j, 0, "TLS: RO read, rail 0 reset")
+    check(all(x["tls"] in ("user", "kernel") for x in j["rail_stats"]), j["rail_stats"])
+
+
+def test_tls_rail_blackhole_mid_run_write():
+    j, err, _ = run_with_fault("rw", "--write", fault_drop, 1, tls=True)
+    check_survived(j, 1, "TLS: RW write, rail 1 dropping")
+    check(all(x["tls"] in ("user", "kernel") for x in j["rail_stats"]), j["rail_stats"])
 
 
 def test_rail_drop_mid_run_read():
