@@ -212,6 +212,83 @@ def test_tls_rail_blackhole_mid_run_write():
     check(all(x["tls"] in ("user", "kernel") for x in j["rail_stats"]), j["rail_stats"])
 
 
+# A relay for rail 1's connections (in the client's namespace, reached
+# through an nft redirect) that flips one byte of the server's TLS stream
+# once, past FLIP_AT bytes; argv: listen port.
+FLIP_PROXY = r'''
+import socket, struct, sys, threading
+FLIP_AT = 300000
+flipped = [False]
+lock = threading.Lock()
+def pump(a, b, flip):
+    n = 0
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            if flip:
+                with lock:
+                    if not flipped[0] and n + len(d) > FLIP_AT:
+                        i = max(0, FLIP_AT - n)
+                        d = d[:i] + bytes([d[i] ^ 0x20]) + d[i + 1:]
+                        flipped[0] = True
+                        print("flipped", flush=True)
+            n += len(d)
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("0.0.0.0", int(sys.argv[1])))
+ls.listen(64)
+print("ready", flush=True)
+while True:
+    c, _ = ls.accept()
+    dst = c.getsockopt(socket.SOL_IP, 80, 16)  # SO_ORIGINAL_DST
+    port, ip = struct.unpack("!2xH4s8x", dst)
+    u = socket.socket()
+    u.setsockopt(socket.SOL_SOCKET, 36, 0x42)  # SO_MARK: not redirected again
+    u.connect((socket.inet_ntoa(ip), port))
+    threading.Thread(target=pump, args=(u, c, True), daemon=True).start()
+    threading.Thread(target=pump, args=(c, u, False), daemon=True).start()
+'''
+
+
+def test_tls_flipped_byte_kills_the_rail_not_the_data():
+    port = 47000 + os.getpid() % 1000
+    sh("nft", "add", "table", "ip", "rwflip", ns=NS_C)
+    sh("nft", "add chain ip rwflip out { type nat hook output priority -100; }", ns=NS_C)
+    sh("nft", "add rule ip rwflip out ip daddr %s meta mark != 0x42 tcp dport != %d "
+       "redirect to :%d" % (s_addr(2), port, port), ns=NS_C)
+    proxy = subprocess.Popen(["ip", "netns", "exec", NS_C, sys.executable, "-c", FLIP_PROXY,
+                              str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        check(proxy.stdout.readline().strip() == "ready", "the flipping relay did not start")
+        j, err, log = run_with_fault("ro", "--read", lambda r: None, 1, seconds=5.0, tls=True)
+        check(j is not None and j["failed"] == 0 and j["verify"] == "ok",
+              "a flipped byte got through or failed transfers: %s" % j)
+        st = j["rail_stats"][1]
+        check(st["last_down_reason"] is not None or st["reissued"] > 0 or st["heals"] > 0,
+              "rail 1 never died: %s" % st)
+        check("TLS" in err or "TLS" in log, "no TLS error logged:\n%s\n%s" % (err[-2000:],
+                                                                             log[-2000:]))
+        proxy.kill()
+        check("flipped" in proxy.stdout.read(), "the relay never flipped a byte")
+        print("  flipped byte: rail 1 %s, %d reissued, %d heal(s); %d transfers verified" % (
+            st["last_down_reason"], st["reissued"], st["heals"], j["results"][0]["transfers"]),
+            flush=True)
+    finally:
+        proxy.kill()
+        proxy.wait()
+        sh("nft", "delete", "table", "ip", "rwflip", ns=NS_C, check_rc=False)
+
+
 def test_rail_drop_mid_run_read():
     j, err, _ = run_with_fault("rw", "--read", fault_drop, 1)
     check_survived(j, 1, "RW read, rail 1 dropping")
