@@ -213,6 +213,10 @@ int main(int argc, char **argv)
         bytes += got;
     } while ((dt = now_s() - t0) < cfg.seconds);
     atomic_store(&srv.stop, 1);
+    /* The server thread may sit in a send the full socket buffers block:
+     * shutting down its own socket (not only ours, whose receive side may
+     * stay open on Linux) makes that send fail at once. */
+    shutdown(sfd, SHUT_RDWR);
     shutdown(cfd, SHUT_RDWR);
     pthread_join(th, NULL);
     printf("{\"mode\": \"tls-stream\", \"cipher\": \"%s\", \"size\": %zu, \"seconds\": %.3f, "

@@ -36,6 +36,7 @@
 
 #include <railwire/error.h>
 #include <railwire/export.h>
+#include <railwire/tls.h>
 #include <railwire/types.h>
 
 #ifdef __cplusplus
@@ -118,6 +119,11 @@ typedef struct railwire_railset_opts {
     uint32_t reserved0;                /* 0 (makes the tail padding a field: a member
                                           appended later starts past every byte an
                                           older caller's struct_size covers) */
+    /* TLS 1.3 on the control connection and on every tcp rail
+     * (include/railwire/tls.h); NULL = plain.  One set of credentials is
+     * built at connect and used for every rail and every heal (each
+     * authenticates in full).  Borrowed for railwire_railset_connect() only. */
+    const struct railwire_tls_opts *tls;
 } railwire_railset_opts;
 
 /* The smallest struct_size accepted: the fields up to and including n_rails
@@ -359,7 +365,23 @@ typedef struct railwire_rail_stats {
                                railwire_railset_connect opened, then 1, 2, ... per heal */
     int control_up;         /* 1 while that session's control connection is open; its
                                end is logged and the rail keeps working */
+    uint32_t tls;           /* enum railwire_rail_tls: who runs this rail's TLS record
+                               layer (the rail's own bytes; verbs rails: off, the data
+                               is RDMA in the clear even when the control connection
+                               runs TLS) */
+    uint32_t tls_ktls;      /* with tls: RAILWIRE_KTLS_SEND | RAILWIRE_KTLS_RECV, the
+                               directions the kernel holds (0: none) */
 } railwire_rail_stats;
+
+/* railwire_rail_stats.tls */
+enum railwire_rail_tls {
+    RAILWIRE_RAIL_TLS_OFF = 0,    /* plain */
+    RAILWIRE_RAIL_TLS_USER = 1,   /* TLS 1.3, records sealed by OpenSSL in user space */
+    RAILWIRE_RAIL_TLS_KERNEL = 2, /* TLS 1.3, the kernel holds the record layer in at
+                                     least one direction (tls_ktls says which) */
+};
+#define RAILWIRE_KTLS_SEND 1u
+#define RAILWIRE_KTLS_RECV 2u
 
 /* The smallest elem_size railwire_railset_stats() accepts (index and state). */
 #define RAILWIRE_RAIL_STATS_MIN_SIZE 8u

@@ -28,6 +28,7 @@ from ._args import busy_poll, dialect_value, transport_value, ms, per_rail
 from .errors import *  # noqa: F401,F403  (the exception classes)
 from .errors import Error, InvalidArgument, error_for_code
 from .server import Server
+from .tls import TLS, client_kwargs as _tls_client_kwargs
 
 Railset = _railwire.Railset
 MemoryRegion = _railwire.MemoryRegion
@@ -59,7 +60,7 @@ def _optional_positive(v, what):
 
 def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=None,
             devices=None, slice_size=None, queue_depth=None, connect_timeout=5.0,
-            op_timeout=10.0, busy_poll_us=None):
+            op_timeout=10.0, busy_poll_us=None, tls=None):
     """Connects to a railwire server and brings up `rails` rails with one
     handshake; returns a Railset (a context manager), or raises:
     ConnectError (nothing listens / unreachable / bad name), PeerRejected
@@ -77,7 +78,8 @@ def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=
     busy_poll_us: how long a thread waiting for completions keeps polling
     before it sleeps while transfers are in flight (microseconds, 0 = sleep
     at once; None = the library's 50): waking a sleeping thread costs more
-    than a small transfer.
+    than a small transfer.  tls: a railwire.TLS for TLS 1.3 on the control
+    connection and every tcp rail (None: plain).
     """
     if isinstance(rails, bool) or not isinstance(rails, int):
         raise InvalidArgument("rails must be an int (1..%d)" % MAX_RAILS)
@@ -92,11 +94,12 @@ def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=
         slice_size=_optional_positive(slice_size, "slice_size"),
         queue_depth=_optional_positive(queue_depth, "queue_depth"),
         connect_timeout_ms=cto, io_timeout_ms=cto,
-        op_timeout_ms=ms(op_timeout, "op_timeout"), busy_poll_us=busy_poll(busy_poll_us))
+        op_timeout_ms=ms(op_timeout, "op_timeout"), busy_poll_us=busy_poll(busy_poll_us),
+        **_tls_client_kwargs(tls))
 
 
 from . import aio  # noqa: E402  (railwire.aio: asyncio, needs connect above)
 
-__all__ = ["connect", "Server", "Railset", "MemoryRegion", "Completion", "READ", "WRITE",
+__all__ = ["connect", "Server", "TLS", "Railset", "MemoryRegion", "Completion", "READ", "WRITE",
            "MAX_RAILS", "strerror", "error_class", "set_log_level", "error_for_code",
            "errors", "aio"] + errors.__all__

@@ -3,6 +3,7 @@
 from . import _railwire
 from .errors import InvalidArgument
 from ._args import busy_poll, dialect_value, transport_value, ms, split_hostport
+from .tls import server_kwargs
 
 
 class Server:
@@ -24,6 +25,10 @@ class Server:
     event-loop thread that just served requests keeps polling before it
     sleeps (microseconds, 0 = sleep at once; None = the library's 50; the
     loops are shared by the process's servers: the last one created sets it).
+    tls: a railwire.TLS for TLS 1.3 on the control connection and every tcp
+    rail (None: plain); tls_allow: the identities (certificate CN or DNS
+    SAN, PSK identity, or "*.suffix") that may get a session (None: every
+    authenticated client).
 
     Verbs note: a file mapped with mmap.ACCESS_READ is MAP_SHARED and some
     kernels refuse to register it; map with mmap.ACCESS_COPY (private).
@@ -32,7 +37,7 @@ class Server:
     def __init__(self, dialect, *, listen="127.0.0.1:0", layers=None, arena=None,
                  transport="auto", rail_addrs=None, max_clients=None, max_rails=None,
                  max_bytes=None, io_timeout=None, devices=None, gid_index=None,
-                 busy_poll_us=None):
+                 busy_poll_us=None, tls=None, tls_allow=None):
         d = dialect_value(dialect)
         host, port = split_hostport(listen, "listen")
         if layers is not None:
@@ -50,7 +55,7 @@ class Server:
             max_clients=max_clients or 0, max_rails=max_rails or 0, max_bytes=max_bytes or 0,
             io_timeout_ms=0 if io_timeout is None else ms(io_timeout, "io_timeout"),
             gid_index=-1 if gid_index is None else int(gid_index),
-            busy_poll_us=busy_poll(busy_poll_us))
+            busy_poll_us=busy_poll(busy_poll_us), **server_kwargs(tls, tls_allow))
         self.dialect = "rw" if d == _railwire.DIALECT_RW else "ro"
 
     @property

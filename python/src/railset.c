@@ -49,7 +49,10 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"host", "port", "rails", "dialect", "transport", "local_addrs",
                              "devices", "slice_size", "queue_depth", "connect_timeout_ms",
-                             "io_timeout_ms", "op_timeout_ms", "busy_poll_us", NULL};
+                             "io_timeout_ms", "op_timeout_ms", "busy_poll_us", "tls_cert",
+                             "tls_key", "tls_ca", "tls_psk", "tls_psk_identity",
+                             "tls_server_name", NULL};
+    railwire_tls_opts tls;
     const char *host, *port;
     unsigned rails, queue_depth;
     int dialect, transport, cto, ioto, opto, busy_poll_us;
@@ -61,9 +64,12 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
     int rc;
 
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssIiiOOnIiiii:_connect", kwlist, &host, &port,
-                                     &rails, &dialect, &transport, &local, &devs, &slice,
-                                     &queue_depth, &cto, &ioto, &opto, &busy_poll_us))
+    railwire_tls_opts_init(&tls);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssIiiOOnIiiii|zzzzzz:_connect", kwlist, &host,
+                                     &port, &rails, &dialect, &transport, &local, &devs, &slice,
+                                     &queue_depth, &cto, &ioto, &opto, &busy_poll_us,
+                                     &tls.cert_file, &tls.key_file, &tls.ca_file, &tls.psk_file,
+                                     &tls.psk_identity, &tls.server_name))
         return NULL;
     if (rails < 1 || rails > RAILWIRE_MAX_RAILS)
         return rwpy_raise(RAILWIRE_E_INVALID, "rails=%u: a railset has 1..%d rails", rails,
@@ -89,6 +95,8 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
     o.io_timeout_ms = ioto;
     o.op_timeout_ms = opto;
     o.busy_poll_us = busy_poll_us;
+    if (tls.cert_file || tls.key_file || tls.ca_file || tls.psk_file)
+        o.tls = &tls;
 
     rwpy_railset *self = PyObject_GC_New(rwpy_railset, &rwpy_railset_type);
     if (!self) {

@@ -70,7 +70,12 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"dialect", "transport", "host", "port", "layers", "arena", "rail_addrs",
                              "devices", "max_clients", "max_rails", "max_bytes", "io_timeout_ms",
-                             "gid_index", "busy_poll_us", NULL};
+                             "gid_index", "busy_poll_us", "tls_cert", "tls_key", "tls_ca",
+                             "tls_psk", "tls_allow", NULL};
+    railwire_tls_opts tls;
+    PyObject *tls_allow = Py_None, *keep_t = NULL;
+    const char *allow_v[RWPY_MAX_ADDRS];
+    unsigned n_tls_allow = 0;
     int dialect, transport, io_timeout, gid_index, busy_poll_us;
     const char *host, *port;
     PyObject *layers, *arena, *rail_addrs, *devices, *keep_a = NULL, *keep_d = NULL, *seq = NULL;
@@ -83,15 +88,22 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
     int rc;
 
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iissOOOOIIKiii:_server_create", kwlist, &dialect,
-                                     &transport, &host, &port, &layers, &arena, &rail_addrs, &devices,
-                                     &max_clients, &max_rails, &max_bytes, &io_timeout, &gid_index,
-                                     &busy_poll_us))
+    railwire_tls_opts_init(&tls);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iissOOOOIIKiii|zzzzO:_server_create", kwlist,
+                                     &dialect, &transport, &host, &port, &layers, &arena,
+                                     &rail_addrs, &devices, &max_clients, &max_rails, &max_bytes,
+                                     &io_timeout, &gid_index, &busy_poll_us, &tls.cert_file,
+                                     &tls.key_file, &tls.ca_file, &tls.psk_file, &tls_allow))
         return NULL;
     railwire_server_opts_init(&o);
     if (addr_list(rail_addrs, "rail_addrs", addr_v, &o.n_rail_addrs, &keep_a) < 0 ||
-        addr_list(devices, "devices", dev_v, &o.n_devices, &keep_d) < 0)
+        addr_list(devices, "devices", dev_v, &o.n_devices, &keep_d) < 0 ||
+        addr_list(tls_allow, "tls_allow", allow_v, &n_tls_allow, &keep_t) < 0)
         goto fail;
+    if (tls.cert_file || tls.key_file || tls.ca_file || tls.psk_file)
+        o.tls = &tls;
+    o.tls_allow = n_tls_allow ? allow_v : NULL;
+    o.n_tls_allow = n_tls_allow;
     s = PyObject_New(rwpy_server, &rwpy_server_type);
     if (!s)
         goto fail;
@@ -173,12 +185,14 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
     Py_XDECREF(seq);
     Py_XDECREF(keep_a);
     Py_XDECREF(keep_d);
+    Py_XDECREF(keep_t);
     PyMem_Free(regions);
     return (PyObject *)s;
 fail:
     Py_XDECREF(seq);
     Py_XDECREF(keep_a);
     Py_XDECREF(keep_d);
+    Py_XDECREF(keep_t);
     PyMem_Free(regions);
     Py_XDECREF(s);
     return NULL;

@@ -35,7 +35,12 @@ PyObject *rwpy_rail_stats_to_dict(const railwire_rail_stats *s)
         put(d, "heals", PyLong_FromUnsignedLongLong(s->heals)) < 0 ||
         put(d, "heal_attempts", PyLong_FromUnsignedLongLong(s->heal_attempts)) < 0 ||
         put(d, "session", PyLong_FromUnsignedLong(s->session)) < 0 ||
-        put(d, "control_up", PyBool_FromLong(s->control_up)) < 0) {
+        put(d, "control_up", PyBool_FromLong(s->control_up)) < 0 ||
+        put(d, "tls", PyUnicode_FromString(s->tls == RAILWIRE_RAIL_TLS_KERNEL ? "kernel"
+                                           : s->tls == RAILWIRE_RAIL_TLS_USER ? "user"
+                                                                               : "off")) < 0 ||
+        put(d, "tls_ktls", PyUnicode_FromString(
+                               (const char *const[]){"none", "send", "recv", "both"}[s->tls_ktls & 3u])) < 0) {
         Py_DECREF(d);
         return NULL;
     }

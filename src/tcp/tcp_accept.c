@@ -18,6 +18,10 @@
 #include "tcp/tcp_addr.h"
 #include "tcp/tcp_guard.h"
 #include "tcp/tcp_internal.h"
+#if RAILWIRE_HAVE_TLS
+#include "tls/tls_conn.h"
+#include "tls/tls_creds.h"
+#endif
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000
@@ -25,6 +29,9 @@
 
 struct pending {
     int fd;
+    struct rw_tls_conn *tls;  /* owned: TLS runs before the hello (NULL: plain) */
+    int hs_done;              /* the TLS handshake is complete */
+    short events;             /* what poll waits for */
     size_t got;
     int64_t deadline_ms;
     uint8_t buf[RW_TCP_HELLO_SIZE];
@@ -50,6 +57,88 @@ static void count_failure(struct rw_tcp_domain *d, const struct sockaddr_storage
                    "for %d s", d->base.name, peer, RW_TCP_LOCKOUT_FAILS, RW_TCP_LOCKOUT_MS / 1000);
 }
 
+/* A new connection on a TLS domain gets its TLS state (NULL on a plain
+ * one).  Returns 0, or -1 after closing fd. */
+static int start_tls(struct rw_tcp_domain *d, int fd, struct rw_tls_conn **out)
+{
+    *out = NULL;
+#if RAILWIRE_HAVE_TLS
+    if (!d->tls_server)
+        return 0;
+    struct rw_tls_creds *cr = rw_tls_slot_get(d->tls_server);
+    int rc = rw_tls_conn_new(cr, fd, NULL, out);
+    rw_tls_creds_unref(cr);
+    if (rc < 0) {
+        *out = NULL;
+        rw_warn_rl("tcp: %s: cannot start TLS on a rail connection (%s); closed", d->base.name,
+                   railwire_error_class(rc));
+        close(fd);
+        return -1;
+    }
+#else
+    (void)d, (void)fd;
+#endif
+    return 0;
+}
+
+/* Runs p's TLS handshake as far as the socket allows.  Returns 0 when the
+ * hello may be read now (or TLS is off), -1 while the handshake waits
+ * (p->events set), 1 when the connection failed and was closed. */
+static int tls_pending(struct rw_tcp_domain *d, struct pending *p)
+{
+#if RAILWIRE_HAVE_TLS
+    if (!p->tls || p->hs_done)
+        return 0;
+    int rc = rw_tls_conn_handshake_step(p->tls);
+    if (rc == RW_TLS_WANT_READ || rc == RW_TLS_WANT_WRITE) {
+        p->events = rc == RW_TLS_WANT_WRITE ? POLLOUT : POLLIN;
+        return -1;
+    }
+    if (rc < 0) {
+        enum rw_tls_reason r = rw_tls_conn_reason(p->tls);
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        char peer[64];
+        if (getpeername(p->fd, (struct sockaddr *)&ss, &len) < 0)
+            ss.ss_family = AF_UNSPEC;
+        rw_tcp_addr_format(&ss, 1, peer, sizeof(peer));
+        rw_warn_rl("tcp: %s: rail connection: %s; closed", d->base.name,
+                   rw_tls_conn_error(p->tls));
+        if (r != RW_TLS_R_TIMEOUT && r != RW_TLS_R_CLOSED && r != RW_TLS_R_IO)
+            count_failure(d, &ss, peer); /* wrong credentials count like wrong hellos */
+        rw_tcp_tls_close(p->fd, p->tls);
+        return 1;
+    }
+    p->hs_done = 1;
+    p->events = POLLIN;
+#else
+    (void)d, (void)p;
+#endif
+    return 0;
+}
+
+/* recv(2) of the hello's bytes, inside TLS when it runs: -1 with errno
+ * EAGAIN when nothing is there, -2 when TLS must write first. */
+static ssize_t pending_recv(struct pending *p)
+{
+#if RAILWIRE_HAVE_TLS
+    if (p->tls) {
+        ssize_t k = rw_tls_read(p->tls, p->buf + p->got, sizeof(p->buf) - p->got);
+        if (k == RW_TLS_WANT_READ || k == RW_TLS_WANT_WRITE) {
+            p->events = k == RW_TLS_WANT_WRITE ? POLLOUT : POLLIN;
+            errno = EAGAIN;
+            return k == RW_TLS_WANT_WRITE ? -2 : -1;
+        }
+        if (k < 0) {
+            errno = ECONNRESET;
+            return -1;
+        }
+        return k;
+    }
+#endif
+    return recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got, MSG_DONTWAIT);
+}
+
 /* A whole hello arrived on p->fd: give the connection to its ep (attached,
  * parked or refused there), or refuse it. */
 static void handle_hello(struct rw_tcp_domain *d, struct pending *p)
@@ -66,19 +155,19 @@ static void handle_hello(struct rw_tcp_domain *d, struct pending *p)
     if (rw_tcp_hello_decode(p->buf, &h)) {
         rw_warn_rl("tcp: %s: rail connection from %s does not speak the railwire tcp rail "
                    "protocol (bad magic/version); closed", d->base.name, peer);
-        rw_tcp_refuse(p->fd);
+        rw_tcp_refuse(p->fd, p->tls);
         count_failure(d, &ss, peer);
         return;
     }
     if ((h.srv_qpn & 0xffffu) != rw_tcp_addr_port(&d->local)) {
         rw_warn_rl("tcp: %s: rail connection from %s names qpn 0x%08x of another listener; "
                    "refused", d->base.name, peer, (unsigned)h.srv_qpn);
-        rw_tcp_refuse(p->fd);
+        rw_tcp_refuse(p->fd, p->tls);
         count_failure(d, &ss, peer);
         return;
     }
     pthread_mutex_lock(&d->lock);
-    ok = rw_tcp_srv_offer_locked(d, p->fd, &h);
+    ok = rw_tcp_srv_offer_locked(d, p->fd, p->tls, &h);
     pthread_mutex_unlock(&d->lock);
     if (!ok) {
         rw_warn_rl("tcp: %s: rail connection from %s for qpn 0x%08x refused: unknown endpoint, "
@@ -132,9 +221,12 @@ static void accept_new(struct acceptor *a)
         now = rw_now_ms();
         if (rw_tcp_guard_locked(&ss, now)) {
             locked++;
-            rw_tcp_refuse(fd);
+            rw_tcp_refuse(fd, NULL);
             continue;
         }
+        struct rw_tls_conn *tls = NULL;
+        if (start_tls(d, fd, &tls) < 0)
+            continue;
         int slot = a->n_pend;
         if (slot >= RW_TCP_MAX_PENDING) {
             /* Full of connections that have not finished their hello: drop
@@ -145,12 +237,15 @@ static void accept_new(struct acceptor *a)
             for (int i = 1; i < a->n_pend; i++)
                 if (a->pend[i].deadline_ms < a->pend[slot].deadline_ms)
                     slot = i;
-            close(a->pend[slot].fd);
+            rw_tcp_tls_close(a->pend[slot].fd, a->pend[slot].tls);
             evicted++;
         } else {
             a->n_pend++;
         }
         a->pend[slot].fd = fd;
+        a->pend[slot].tls = tls;
+        a->pend[slot].hs_done = 0;
+        a->pend[slot].events = POLLIN;
         a->pend[slot].got = 0;
         a->pend[slot].deadline_ms = now + d->io_timeout_ms;
     }
@@ -167,8 +262,13 @@ static void accept_new(struct acceptor *a)
  * or closed) and must be removed. */
 static int read_pending(struct rw_tcp_domain *d, struct pending *p)
 {
+    int rc = tls_pending(d, p);
+    if (rc)
+        return rc > 0;
     for (;;) {
-        ssize_t k = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got, MSG_DONTWAIT);
+        ssize_t k = pending_recv(p);
+        if (k == -2)
+            return 0; /* TLS wants to write first: p->events says so */
         if (k > 0) {
             p->got += (size_t)k;
             if (p->got == sizeof(p->buf)) {
@@ -182,7 +282,7 @@ static int read_pending(struct rw_tcp_domain *d, struct pending *p)
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         rw_debug_rl("tcp: %s: a rail connection closed before its hello", d->base.name);
-        close(p->fd);
+        rw_tcp_tls_close(p->fd, p->tls);
         return 1;
     }
 }
@@ -216,9 +316,10 @@ void *rw_tcp_accept_main(void *arg)
                 if (getpeername(p->fd, (struct sockaddr *)&ss, &sl) < 0)
                     ss.ss_family = AF_UNSPEC;
                 rw_tcp_addr_format(&ss, 1, peer, sizeof(peer));
-                rw_warn_rl("tcp: %s: rail connection from %s sent no complete hello within %d "
-                           "ms; closed", d->base.name, peer, d->io_timeout_ms);
-                close(p->fd);
+                rw_warn_rl("tcp: %s: rail connection from %s sent no complete %shello within %d "
+                           "ms; closed", d->base.name, peer,
+                           p->tls && !p->hs_done ? "TLS handshake and " : "", d->io_timeout_ms);
+                rw_tcp_tls_close(p->fd, p->tls);
                 *p = a->pend[--a->n_pend];
                 continue;
             }
@@ -232,7 +333,7 @@ void *rw_tcp_accept_main(void *arg)
         /* a negative fd is ignored by poll: the listener rests */
         pfd[1] = (struct pollfd){.fd = listen_on ? d->listen_fd : -1, .events = POLLIN};
         for (i = 0; i < a->n_pend; i++)
-            pfd[base + i] = (struct pollfd){.fd = a->pend[i].fd, .events = POLLIN};
+            pfd[base + i] = (struct pollfd){.fd = a->pend[i].fd, .events = a->pend[i].events};
         n = poll(pfd, (nfds_t)(base + a->n_pend), rw_ms_left(next));
         if (n < 0 && errno != EINTR) {
             rw_err("tcp: %s: poll failed in the accept thread: %s", d->base.name, strerror(errno));
@@ -252,7 +353,7 @@ void *rw_tcp_accept_main(void *arg)
             accept_new(a);
     }
     for (i = 0; i < a->n_pend; i++)
-        close(a->pend[i].fd);
+        rw_tcp_tls_close(a->pend[i].fd, a->pend[i].tls);
     free(a);
     return NULL;
 }

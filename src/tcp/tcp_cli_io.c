@@ -155,7 +155,7 @@ static int tx_run(struct rw_tcp_cli_ep *ep, int writable)
         pthread_mutex_unlock(&ep->lock);
         mh.msg_iovlen = (size_t)build_iov(ep, first, cnt, skip, iov, hdrs);
         do
-            w = sendmsg(ep->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+            w = rw_tcp_cli_sendmsg(ep, &mh);
         while (w < 0 && errno == EINTR);
         err = w < 0 ? errno : 0;
         pthread_mutex_lock(&ep->lock);
@@ -207,7 +207,7 @@ void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t c
     {
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
         do
-            k = sendmsg(ep->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+            k = rw_tcp_cli_sendmsg(ep, &mh);
         while (k < 0 && errno == EINTR);
     }
     if (k < 0) {
@@ -309,6 +309,7 @@ int rw_tcp_cli_io_start(struct rw_tcp_cli_ep *ep, int fd)
         return RAILWIRE_E_NOMEM;
     }
     ep->rxs.rx->fd = fd;
+    ep->rxs.rx->tls = ep->tls;
     ep->rxs.rx->off = ep->rxs.rx->len = 0;
     pthread_mutex_lock(&ep->lock);
     ep->fd = fd;

@@ -72,7 +72,7 @@ static int rx_fill(struct rw_tcp_rx *rx, size_t n, size_t want, size_t *got)
     rx->off = 0;
     rx->len = a;
     while (rw_tcp_rx_avail(rx) < n) {
-        ssize_t k = recv(rx->fd, rx->buf + rx->len, want - rx->len, MSG_DONTWAIT);
+        ssize_t k = rw_tcp_rx_recv(rx, rx->buf + rx->len, want - rx->len);
         if (k > 0) {
             rx->len += (size_t)k;
             *got += (size_t)k;
@@ -112,7 +112,7 @@ static int rx_payload(struct rw_tcp_cli_ep *ep, size_t *got, const char **what)
 
     while (r->left) {
         size_t ask = r->left > RX_QUANTUM ? RX_QUANTUM : (size_t)r->left;
-        ssize_t k = recv(r->rx->fd, r->dst, ask, MSG_DONTWAIT);
+        ssize_t k = rw_tcp_rx_recv(r->rx, r->dst, ask);
         if (k > 0) {
             r->dst += k;
             r->left -= (uint64_t)k;

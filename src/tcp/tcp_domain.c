@@ -125,6 +125,7 @@ int rw_tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
             rc = RAILWIRE_E_NOMEM;
             goto fail_lock;
         }
+        d->tls_server = cfg->tls_server;
         rw_tcp_budget_configure(cfg->tcp_queue_budget, cfg->tcp_session_share);
         rw_tcp_pool_busy_poll(cfg->busy_poll_us);
         rc = rw_tcp_pool_acquire();
@@ -147,6 +148,8 @@ int rw_tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
         }
         d->accept_started = 1;
     }
+    if (d->role != RW_ROLE_SERVER)
+        rw_tcp_domain_tls_client(d, cfg->tls_client, cfg->tls_host);
     rw_tcp_addr_format(&d->local, d->role == RW_ROLE_SERVER, abuf, sizeof(abuf));
     snprintf(d->base.name, sizeof(d->base.name), "tcp:%s", abuf);
     rw_debug("tcp: opened %s domain %s (%.1f Gb/s)",
@@ -200,6 +203,7 @@ void rw_tcp_domain_close(struct rw_domain *dom)
     if (d->wake_fd >= 0)
         close(d->wake_fd);
     free(d->slots);
+    rw_tcp_domain_tls_release(d);
     if (d->pool_held)
         rw_tcp_pool_release();
     pthread_mutex_destroy(&d->lock);

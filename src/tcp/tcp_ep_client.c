@@ -104,13 +104,27 @@ static int dial(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int tim
     if (rc)
         return rc;
     rw_tcp_hello_encode(hello, &h);
-    rc = rw_tcp_send_deadline(fd, hello, sizeof(hello), deadline);
+    if (ep->dom->tls_client) {
+        rc = rw_tcp_cli_tls_dial(ep->dom, fd, hello, sizeof(hello), !ep->lazy_verdict, &verdict,
+                                 deadline, &ep->tls);
+        if (rc) {
+            close(fd);
+            return rc;
+        }
+        if (ep->lazy_verdict) {
+            *out = fd;
+            return 0;
+        }
+        rc = 0;
+    } else {
+        rc = rw_tcp_send_deadline(fd, hello, sizeof(hello), deadline);
+    }
     if (!rc && ep->lazy_verdict) {
         /* The receive state machine reads the verdict before any response. */
         *out = fd;
         return 0;
     }
-    if (!rc)
+    if (!rc && !ep->tls)
         rc = rw_tcp_recv_deadline(fd, &verdict, 1, deadline);
     if (rc == RAILWIRE_E_TIMEOUT) {
         rw_err_rl("tcp: rail to %s: no answer to the hello within %d ms; check that the server "
@@ -126,7 +140,8 @@ static int dial(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int tim
         rc = RAILWIRE_E_REFUSED;
     }
     if (rc) {
-        close(fd);
+        rw_tcp_tls_close(fd, ep->tls);
+        ep->tls = NULL;
         return rc;
     }
     *out = fd;
@@ -165,6 +180,7 @@ int rw_tcp_cli_ep_connect(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remot
     if (rc)
         return rc;
     name_after_local(ep, fd);
+    rw_tcp_cli_tls_mode(ep);
     ep->need_verdict = ep->lazy_verdict;
     return rw_tcp_cli_io_start(ep, fd);
 }
@@ -244,8 +260,8 @@ void rw_tcp_cli_ep_destroy(struct rw_tcp_cli_ep *ep)
 
     rw_tcp_cli_ep_kill(ep);
     rw_tcp_cli_loop_detach(ep);
-    if (ep->fd >= 0)
-        close(ep->fd);
+    rw_tcp_tls_close(ep->fd, ep->tls);
+    ep->tls = NULL;
     free(ep->rxs.rx);
     close(ep->evfd);
     pthread_cond_destroy(&ep->cond);

@@ -17,13 +17,12 @@
 #include "tcp/tcp_loop.h"
 #include "tcp/tcp_sock.h"
 
-void rw_tcp_refuse(int fd)
+void rw_tcp_refuse(int fd, struct rw_tls_conn *tls)
 {
-    uint8_t v = RW_TCP_VERDICT_REFUSE;
     /* Best effort: the socket is fresh, one byte always fits. */
-    if (send(fd, &v, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1)
+    if (rw_tcp_send_verdict(fd, tls, RW_TCP_VERDICT_REFUSE) < 0)
         rw_debug("tcp: could not send the refusal verdict: %s", strerror(errno));
-    close(fd);
+    rw_tcp_tls_close(fd, tls);
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -188,22 +187,22 @@ static int hello_matches(const struct rw_tcp_srv_ep *ep, const struct rw_tcp_hel
 
 /* With dom->lock held: accepts fd as this ep's rail connection and hands
  * it to an event loop. */
-static int attach_locked(struct rw_tcp_srv_ep *ep, int fd)
+static int attach_locked(struct rw_tcp_srv_ep *ep, int fd, struct rw_tls_conn *tls)
 {
-    uint8_t v = RW_TCP_VERDICT_OK;
-
-    if (send(fd, &v, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+    if (rw_tcp_send_verdict(fd, tls, RW_TCP_VERDICT_OK) < 0) {
         rw_warn_rl("tcp: qpn 0x%08x: could not answer the client's hello: %s",
                    (unsigned)ep->base.local.qpn, strerror(errno));
-        close(fd);
+        rw_tcp_tls_close(fd, tls);
         return RAILWIRE_E_IO;
     }
     rw_tcp_tune(fd, ep->io_timeout_ms, 0);
     rw_tcp_conn_init(&ep->conn, ep, fd);
+    ep->conn.tls = tls;
     if (rw_tcp_loop_add(&ep->conn)) {
         rw_err("tcp: qpn 0x%08x: no event loop to serve the rail", (unsigned)ep->base.local.qpn);
         rw_tcp_budget_conn_del();
-        close(fd);
+        rw_tcp_tls_close(fd, tls);
+        ep->conn.tls = NULL;
         ep->conn.fd = -1;
         return RAILWIRE_E_SYSTEM;
     }
@@ -214,7 +213,8 @@ static int attach_locked(struct rw_tcp_srv_ep *ep, int fd)
 
 /* With dom->lock held: refuses a connection whose hello was checked, and
  * counts it against its peer. */
-static void refuse_checked(struct rw_tcp_srv_ep *ep, int fd, const char *why)
+static void refuse_checked(struct rw_tcp_srv_ep *ep, int fd, struct rw_tls_conn *tls,
+                           const char *why)
 {
     char peer[64];
     struct sockaddr_storage ss;
@@ -228,10 +228,11 @@ static void refuse_checked(struct rw_tcp_srv_ep *ep, int fd, const char *why)
     if (ss.ss_family != AF_UNSPEC && rw_tcp_guard_fail(&ss, rw_now_ms()))
         rw_warn_rl("tcp: %s sent %d refused rail hellos; its rail connections are refused for "
                    "%d s", peer, RW_TCP_LOCKOUT_FAILS, RW_TCP_LOCKOUT_MS / 1000);
-    rw_tcp_refuse(fd);
+    rw_tcp_refuse(fd, tls);
 }
 
-int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, const struct rw_tcp_hello *h)
+int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, struct rw_tls_conn *tls,
+                            const struct rw_tcp_hello *h)
 {
     unsigned slot = h->srv_qpn >> 16;
     struct rw_tcp_srv_ep *ep = slot < RW_TCP_MAX_SLOTS ? d->slots[slot] : NULL;
@@ -240,21 +241,22 @@ int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, const struct rw_tcp
      * known: before ep_connect every well-formed hello naming a live ep is
      * parked, right psn or not, and judged only by ep_connect. */
     if (!ep || ep->killed || ep->attached) {
-        rw_tcp_refuse(fd);
+        rw_tcp_refuse(fd, tls);
         return 0;
     }
     if (ep->have_remote) {
         if (!hello_matches(ep, h)) {
-            refuse_checked(ep, fd, "wrong psn, or not the client identity of the handshake");
+            refuse_checked(ep, fd, tls, "wrong psn, or not the client identity of the handshake");
             return 1; /* counted by refuse_checked */
         }
-        return attach_locked(ep, fd) == 0;
+        return attach_locked(ep, fd, tls) == 0;
     }
     if (ep->n_parked == RW_TCP_MAX_PARKED) {
-        rw_tcp_refuse(fd);
+        rw_tcp_refuse(fd, tls);
         return 0;
     }
     ep->parked_fd[ep->n_parked] = fd;
+    ep->parked_tls[ep->n_parked] = tls;
     ep->parked[ep->n_parked] = *h;
     ep->n_parked++;
     return 1;
@@ -285,13 +287,15 @@ int rw_tcp_srv_ep_connect(struct rw_tcp_srv_ep *ep, const struct rw_qp_id *remot
     /* Judge what was parked, oldest first: the first match attaches. */
     for (i = 0; i < ep->n_parked; i++) {
         int fd = ep->parked_fd[i];
+        struct rw_tls_conn *tls = ep->parked_tls[i];
         ep->parked_fd[i] = -1;
+        ep->parked_tls[i] = NULL;
         if (!ep->attached && hello_matches(ep, &ep->parked[i]))
-            attach_locked(ep, fd);
+            attach_locked(ep, fd, tls);
         else if (ep->attached)
-            rw_tcp_refuse(fd);
+            rw_tcp_refuse(fd, tls);
         else
-            refuse_checked(ep, fd, "a parked hello named this endpoint with a wrong psn or "
+            refuse_checked(ep, fd, tls, "a parked hello named this endpoint with a wrong psn or "
                                    "not the client identity of the handshake");
     }
     ep->n_parked = 0;
@@ -320,8 +324,10 @@ void rw_tcp_srv_ep_kill(struct rw_tcp_srv_ep *ep)
 
     pthread_mutex_lock(&d->lock);
     ep->killed = 1;
-    for (i = 0; i < ep->n_parked; i++)
-        close(ep->parked_fd[i]);
+    for (i = 0; i < ep->n_parked; i++) {
+        rw_tcp_tls_close(ep->parked_fd[i], ep->parked_tls[i]);
+        ep->parked_tls[i] = NULL;
+    }
     ep->n_parked = 0;
     attached = ep->attached;
     pthread_cond_broadcast(&ep->cond);

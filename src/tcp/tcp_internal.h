@@ -39,6 +39,10 @@ struct rw_tcp_domain {
     struct rw_tcp_served served;   /* server: requests served (atomics, no lock) */
 
     /* server only */
+    struct rw_tls_slot *tls_server; /* rails run TLS with these credentials (NULL: plain) */
+    /* client only */
+    struct rw_tls_creds *tls_client; /* one reference: rails dial TLS with these (NULL: plain) */
+    char tls_host[256];              /* the name the server's certificate must carry */
     int listen_fd;
     int wake_fd;                   /* eventfd: tells the accept thread to stop */
     pthread_t accept_thread;
@@ -63,6 +67,8 @@ struct rw_tcp_key {
 };
 
 struct rw_tcp_sess;
+struct rw_tls_conn;
+struct rw_tls_slot;
 struct rw_tcp_loop;
 
 /* States of an attached server connection (tcp_serve.c). */
@@ -102,6 +108,9 @@ struct rw_tcp_conn {
     struct rw_tcp_srv_ep *ep;
     struct rw_tcp_loop *loop;
     int fd;
+    struct rw_tls_conn *tls;        /* owned: the rail runs TLS (NULL: plain) */
+    uint64_t tls_retry;             /* TLS: the next write offers at least this many bytes
+                                       (a write that wanted a retry sealed them) */
     enum rw_tcp_conn_state state;
     enum rw_tcp_conn_wait wait;
     /* the request in progress */
@@ -154,6 +163,7 @@ struct rw_tcp_srv_ep {
     struct rw_qp_id remote;
     int n_parked;                   /* hellos that arrived before ep_connect */
     int parked_fd[RW_TCP_MAX_PARKED];
+    struct rw_tls_conn *parked_tls[RW_TCP_MAX_PARKED];
     struct rw_tcp_hello parked[RW_TCP_MAX_PARKED];
     int attached;                   /* conn was handed to a loop */
     int conn_ended;                 /* the loop has closed the connection */
@@ -212,6 +222,7 @@ struct rw_tcp_cli_ep {
     pthread_cond_t cond;            /* signalled when an inline send ends (ep_kill waits) */
     enum rw_tcp_cli_state state;
     int fd;                         /* non-blocking once connected */
+    struct rw_tls_conn *tls;        /* owned: the rail runs TLS (NULL: plain) */
     int err;                        /* why the ep died */
     unsigned depth;
     uint32_t mask;
@@ -275,10 +286,42 @@ int rw_tcp_srv_ep_liveness(struct rw_tcp_srv_ep *ep);
  * Returns 1 if attached, parked, or refused after a check of its secrets
  * (logged and counted against the peer here), 0 if refused for naming no
  * ep that can take it (the caller logs and counts that). */
-int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, const struct rw_tcp_hello *h);
+int rw_tcp_srv_offer_locked(struct rw_tcp_domain *d, int fd, struct rw_tls_conn *tls,
+                            const struct rw_tcp_hello *h);
 
-/* Sends the refusal verdict (best effort) and closes fd. */
-void rw_tcp_refuse(int fd);
+/* Sends the refusal verdict (best effort; inside TLS when tls is set),
+ * frees tls and closes fd. */
+void rw_tcp_refuse(int fd, struct rw_tls_conn *tls);
+
+/* --- TLS on server rail connections (tcp_tls.c) --- */
+/* Frees tls (NULL ignored) after a best-effort close_notify, then closes fd. */
+void rw_tcp_tls_close(int fd, struct rw_tls_conn *tls);
+/* One verdict byte to the client, inside TLS when tls is set.  Returns 0
+ * or -1 (errno set). */
+int rw_tcp_send_verdict(int fd, struct rw_tls_conn *tls, uint8_t v);
+/* The served connection's reads and writes: recv(2)/sendmsg(2) semantics
+ * (-1 with errno EAGAIN when the socket would block, ECONNRESET for a TLS
+ * failure, logged), inside TLS when c->tls is set. */
+ssize_t rw_tcp_conn_recv(struct rw_tcp_conn *c, void *buf, size_t n);
+ssize_t rw_tcp_conn_sendmsg(struct rw_tcp_conn *c, const struct msghdr *mh, int flags);
+/* Client rails, the same: a receive through rx->tls when set, a send
+ * through ep->tls (a send that had to wait is retried with at least the
+ * same bytes, which the send queue's order guarantees). */
+ssize_t rw_tcp_rx_recv(struct rw_tcp_rx *rx, void *buf, size_t n);
+ssize_t rw_tcp_cli_sendmsg(struct rw_tcp_cli_ep *ep, const struct msghdr *mh);
+/* Client dial with TLS: the handshake on the connected fd (checking the
+ * server's certificate against the domain's tls_host), then the hello and
+ * (unless lazy) the verdict inside TLS, all before deadline_ms.  Returns
+ * 0 and *out (owned by the caller), or an error (logged). */
+int rw_tcp_cli_tls_dial(struct rw_tcp_domain *d, int fd, const uint8_t *hello, size_t n,
+                        int want_verdict, uint8_t *verdict, int64_t deadline_ms,
+                        struct rw_tls_conn **out);
+/* Domain open/close: keeps a reference on the client credentials. */
+void rw_tcp_domain_tls_client(struct rw_tcp_domain *d, struct rw_tls_creds *c,
+                              const char *host);
+void rw_tcp_domain_tls_release(struct rw_tcp_domain *d);
+/* Notes in ep->base.tls/tls_ktls who runs the rail's record layer. */
+void rw_tcp_cli_tls_mode(struct rw_tcp_cli_ep *ep);
 
 /* --- serving state machine (tcp_serve.c) --- */
 /* Prepares ep->conn for fd (non-blocking) before it goes to a loop. */

@@ -255,7 +255,7 @@ static enum step step_header(struct rw_tcp_conn *c, int64_t now, const char **wh
     c->st_off = 0;
     c->st = buf;
     do {
-        k = recv(c->fd, c->st + c->st_len, cap - c->st_len, MSG_DONTWAIT);
+        k = rw_tcp_conn_recv(c, c->st + c->st_len, cap - c->st_len);
     } while (k < 0 && errno == EINTR);
     if (k <= 0)
         return recv_err(c, k, staged(c) > 0, why);
@@ -284,7 +284,7 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
         if (!c->mem && want > sizeof(c->loop->scratch))
             want = sizeof(c->loop->scratch);
         do {
-            k = recv(c->fd, c->mem ? (void *)c->mem : (void *)c->loop->scratch, want, MSG_DONTWAIT);
+            k = rw_tcp_conn_recv(c, c->mem ? (void *)c->mem : (void *)c->loop->scratch, want);
         } while (k < 0 && errno == EINTR);
         if (k <= 0)
             return recv_err(c, k, 1, why);
@@ -317,6 +317,13 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
         size_buffers(c, cap);
         want = total < PIECE ? total : PIECE;
         need = want < MIN_PIECE ? want : MIN_PIECE;
+        if (c->tls_retry > need) {
+            /* TLS: a write that wanted a retry sealed these bytes already;
+             * the next offer starts with them and is at least as long. */
+            need = c->tls_retry;
+            if (want < need)
+                want = need;
+        }
         if (c->charge + need > cap) {
             refresh(c, now);
             if (c->charge + need > cap) {
@@ -343,9 +350,11 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
             mh.msg_iovlen = 1;
         }
         do {
-            k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (c->more ? MSG_MORE : 0));
+            k = rw_tcp_conn_sendmsg(c, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (c->more ? MSG_MORE : 0));
         } while (k < 0 && errno == EINTR);
         if (k < 0) {
+            if (c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
+                c->tls_retry = got;
             rw_tcp_budget_give(got);
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 c->wait = RW_TCP_W_OUT;
@@ -355,6 +364,8 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
             return S_CLOSE;
         }
         rw_tcp_budget_give(got - (uint64_t)k);
+        /* TLS may have sealed the rest of what was offered (conservative) */
+        c->tls_retry = c->tls ? got - (uint64_t)k : 0;
         c->charge += (uint64_t)k;
         c->last_progress_ms = now;
         if ((size_t)k <= hdr) {
@@ -487,8 +498,10 @@ void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why)
     }
     if (c->loop)
         rw_tcp_loop_forget(c);
-    close(c->fd);
+    rw_tcp_tls_close(c->fd, c->tls);
+    c->tls = NULL;
     c->fd = -1;
+    c->tls_retry = 0;
     free(c->bulk);
     c->bulk = NULL;
     c->st = c->stage;

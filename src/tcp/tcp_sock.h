@@ -61,8 +61,11 @@ int rw_tcp_sendv(int fd, struct iovec *iov, int iovcnt, int flags);
  * caller that stages only what it expects of small answers copies nothing
  * of a big one). */
 #define RW_TCP_RX_STAGE (64u * 1024)
+struct rw_tls_conn;
+
 struct rw_tcp_rx {
     int fd;
+    struct rw_tls_conn *tls;  /* not owned: the bytes come through TLS (NULL: plain) */
     size_t off;  /* first unread byte in buf */
     size_t len;  /* end of valid bytes in buf */
     uint8_t buf[RW_TCP_RX_STAGE];

@@ -47,6 +47,9 @@ enum rw_ep_liveness {
     RW_EP_DEAD = 3,     /* the rail was attached and has closed or failed */
 };
 
+struct rw_tls_slot;
+struct rw_tls_creds;
+
 /* Where and how to open a domain. */
 struct rw_domain_cfg {
     enum rw_role role;
@@ -74,6 +77,17 @@ struct rw_domain_cfg {
      * common/busy_poll.h): 0 = default, negative = none.  Process-wide:
      * the last server domain_open sets it. */
     int busy_poll_us;
+    /* tcp server: the TLS credentials of the rail connections (each runs
+     * TLS 1.3 before its hello; read again for every connection, so a
+     * reload applies to new rails); NULL = plain.  verbs: unused. */
+    struct rw_tls_slot *tls_server;
+    /* tcp client: every rail connection runs TLS 1.3 with these
+     * credentials (borrowed; they outlive the domain) before its hello,
+     * checking the server's certificate against their server name or
+     * tls_host; NULL = plain.  verbs: unused (the control connection is
+     * the railset's). */
+    struct rw_tls_creds *tls_client;
+    const char *tls_host;
 };
 
 /* Generic part of a domain.  The transport fills every field. */
@@ -138,6 +152,9 @@ struct rw_ep_cfg {
 struct rw_ep {
     struct rw_domain *dom;
     struct rw_qp_id local;  /* our identity, sent in the handshake */
+    uint32_t tls;           /* enum railwire_rail_tls of the rail's connection (tcp),
+                               set by ep_connect; 0 = plain */
+    uint32_t tls_ktls;      /* RAILWIRE_KTLS_SEND | RAILWIRE_KTLS_RECV */
 };
 
 /* One work request.  `local` lies inside `mr`. */

@@ -91,9 +91,9 @@ def serve_on_rail_links(port=0):
     return Serve(nt.RW, args + layer_args(), netns=nt.NS_S)
 
 
-def serve_ctrl_link(port=0, dialect="ro"):
+def serve_ctrl_link(port=0, dialect="ro", tls=()):
     args = ["--dialect", dialect, "--transport", "tcp", "--io-timeout", "3000",
-            "--listen", "%s:%d" % (nt.s_addr(0), port)]
+            "--listen", "%s:%d" % (nt.s_addr(0), port)] + list(tls)
     for r in range(nt.N_RAILS):
         args += ["--rail-addr", nt.s_addr(r + 1)]
     if dialect == "rw":
@@ -160,9 +160,9 @@ def test_control_on_rail0_link_blackholed_then_restored():
         fresh()
 
 
-def test_rail1_blackholed_3s_comes_back():
+def test_rail1_blackholed_3s_comes_back(tls=()):
     fresh()
-    s = serve_ctrl_link()
+    s = serve_ctrl_link(tls=tls)
     try:
         restored = {}
 
@@ -170,20 +170,28 @@ def test_rail1_blackholed_3s_comes_back():
             nt.nft_reset()
             restored["t"] = time.time()
         timers = [at(1.5, blackhole, 1), at(4.5, restore)]
-        rc, j, err = bench(client_args(s.addr, "ro", "--read", extra=["-D", "12"]))
+        rc, j, err = bench(client_args(s.addr, "ro", "--read", extra=["-D", "12"] + list(tls)))
         for t in timers:
             t.cancel()
-        check_clean(j, err, "rail 1 black-holed for 3 s")
+        check_clean(j, err, "rail 1 black-holed for 3 s" + (" (TLS)" if tls else ""))
+        if tls:
+            check(all(x["tls"] in ("user", "kernel") for x in j["rail_stats"]), j["rail_stats"])
         st = j["rail_stats"]
         check(all(x["state"] == "up" for x in st), "not back to 2 live rails: %s" % st)
         check(st[1]["heals"] >= 1, "rail 1 was never healed: %s" % st[1])
         back = [t for r, t in heal_times(err) if r == 1]
         check(back, "no heal of rail 1 in the log")
-        print("  rail 1 back %.2f s after its link returned (%d heal attempt(s))" % (
-            back[-1] - restored["t"], st[1]["heal_attempts"]), flush=True)
+        print("  rail 1 back %.2f s after its link returned (%d heal attempt(s))%s" % (
+            back[-1] - restored["t"], st[1]["heal_attempts"], " over TLS" if tls else ""),
+            flush=True)
     finally:
         s.close()
         fresh()
+
+
+def test_tls_rail1_blackholed_3s_comes_back():
+    # The same under TLS 1.3 (PSK): the heal authenticates again.
+    test_rail1_blackholed_3s_comes_back(tls=("--tls-psk", nt.psk_file()))
 
 
 def test_one_rail_reset_for_half_a_second_loses_nothing():

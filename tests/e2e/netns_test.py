@@ -113,8 +113,20 @@ def link_up_all():
         sh("ip", "link", "set", veth(k, "c"), "up", ns=NS_C)
 
 
-def serve(dialect):
+def psk_file():
+    """A PSK file (mode 0600) for the TLS variants: one identity, 32 random bytes."""
+    path = os.path.join(TMP, "fleet.psk")
+    if not os.path.exists(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("netns:%s\n" % os.urandom(32).hex())
+    return path
+
+
+def serve(dialect, tls=False):
     args = ["--dialect", dialect, "--listen", s_addr(0) + ":0", "--transport", "tcp"]
+    if tls:
+        args += ["--tls-psk", psk_file()]
     for r in range(N_RAILS):
         args += ["--rail-addr", s_addr(r + 1)]
     if dialect == "rw":
@@ -139,16 +151,18 @@ def bench_args(s, dialect, op, extra=()):
     return a + list(extra)
 
 
-def run_with_fault(dialect, op, fault, rail, seconds=6.0, at=1.5, want_rc=0):
-    """Runs bench for `seconds` and injects `fault` on `rail` after `at` s."""
+def run_with_fault(dialect, op, fault, rail, seconds=6.0, at=1.5, want_rc=0, tls=False):
+    """Runs bench for `seconds` and injects `fault` on `rail` after `at` s
+    (with tls: the server and the bench on TLS 1.3 with a PSK)."""
     nft_reset()
     link_up_all()
-    s = serve(dialect)
+    s = serve(dialect, tls)
     try:
         timer = threading.Timer(at, fault, args=(rail,))
         timer.start()
         try:
-            rc, j, err = bench_json(RW, bench_args(s, dialect, op, ["-D", str(seconds)]),
+            extra = ["-D", str(seconds)] + (["--tls-psk", psk_file()] if tls else [])
+            rc, j, err = bench_json(RW, bench_args(s, dialect, op, extra),
                                     timeout=120, netns=NS_C, want_rc=want_rc)
         except AssertionError as e:
             raise AssertionError("%s\nserver log (last 6000 bytes):\n%s" % (e, s.log()[-6000:]))
@@ -184,6 +198,95 @@ def test_rail_reset_mid_run_write():
 def test_rail_reset_mid_run_read():
     j, err, _ = run_with_fault("ro", "--read", fault_reset, 0)
     check_survived(j, 0, "RO read, rail 0 reset")
+
+
+def test_tls_rail_reset_mid_run_read():
+    j, err, _ = run_with_fault("ro", "--read", fault_reset, 0, tls=True)
+    check_survived(j, 0, "TLS: RO read, rail 0 reset")
+    check(all(x["tls"] in ("user", "kernel") for x in j["rail_stats"]), j["rail_stats"])
+
+
+def test_tls_rail_blackhole_mid_run_write():
+    j, err, _ = run_with_fault("rw", "--write", fault_drop, 1, tls=True)
+    check_survived(j, 1, "TLS: RW write, rail 1 dropping")
+    check(all(x["tls"] in ("user", "kernel") for x in j["rail_stats"]), j["rail_stats"])
+
+
+# A relay for rail 1's connections (in the client's namespace, reached
+# through an nft redirect) that flips one byte of the server's TLS stream
+# once, past FLIP_AT bytes; argv: listen port.
+FLIP_PROXY = r'''
+import socket, struct, sys, threading
+FLIP_AT = 300000
+flipped = [False]
+lock = threading.Lock()
+def pump(a, b, flip):
+    n = 0
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            if flip:
+                with lock:
+                    if not flipped[0] and n + len(d) > FLIP_AT:
+                        i = max(0, FLIP_AT - n)
+                        d = d[:i] + bytes([d[i] ^ 0x20]) + d[i + 1:]
+                        flipped[0] = True
+                        print("flipped", flush=True)
+            n += len(d)
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("0.0.0.0", int(sys.argv[1])))
+ls.listen(64)
+print("ready", flush=True)
+while True:
+    c, _ = ls.accept()
+    dst = c.getsockopt(socket.SOL_IP, 80, 16)  # SO_ORIGINAL_DST
+    port, ip = struct.unpack("!2xH4s8x", dst)
+    u = socket.socket()
+    u.setsockopt(socket.SOL_SOCKET, 36, 0x42)  # SO_MARK: not redirected again
+    u.connect((socket.inet_ntoa(ip), port))
+    threading.Thread(target=pump, args=(u, c, True), daemon=True).start()
+    threading.Thread(target=pump, args=(c, u, False), daemon=True).start()
+'''
+
+
+def test_tls_flipped_byte_kills_the_rail_not_the_data():
+    port = 47000 + os.getpid() % 1000
+    sh("nft", "add", "table", "ip", "rwflip", ns=NS_C)
+    sh("nft", "add chain ip rwflip out { type nat hook output priority -100; }", ns=NS_C)
+    sh("nft", "add rule ip rwflip out ip daddr %s meta mark != 0x42 tcp dport != %d "
+       "redirect to :%d" % (s_addr(2), port, port), ns=NS_C)
+    proxy = subprocess.Popen(["ip", "netns", "exec", NS_C, sys.executable, "-c", FLIP_PROXY,
+                              str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        check(proxy.stdout.readline().strip() == "ready", "the flipping relay did not start")
+        j, err, log = run_with_fault("ro", "--read", lambda r: None, 1, seconds=5.0, tls=True)
+        check(j is not None and j["failed"] == 0 and j["verify"] == "ok",
+              "a flipped byte got through or failed transfers: %s" % j)
+        st = j["rail_stats"][1]
+        check(st["last_down_reason"] is not None or st["reissued"] > 0 or st["heals"] > 0,
+              "rail 1 never died: %s" % st)
+        check("TLS" in err or "TLS" in log, "no TLS error logged:\n%s\n%s" % (err[-2000:],
+                                                                             log[-2000:]))
+        proxy.kill()
+        check("flipped" in proxy.stdout.read(), "the relay never flipped a byte")
+        print("  flipped byte: rail 1 %s, %d reissued, %d heal(s); %d transfers verified" % (
+            st["last_down_reason"], st["reissued"], st["heals"], j["results"][0]["transfers"]),
+            flush=True)
+    finally:
+        proxy.kill()
+        proxy.wait()
+        sh("nft", "delete", "table", "ip", "rwflip", ns=NS_C, check_rc=False)
 
 
 def test_rail_drop_mid_run_read():

@@ -11,6 +11,12 @@ Modes:
   pattern  write a file holding the `railwire bench` data pattern (so a
            `railwire serve --layer FILE` can be read with bench --verify).
 
+TLS (client mode, --tls-ca with --tls-cert/--tls-key): the same bytes inside
+TLS 1.3 through Python's ssl module, as docs/tcp-transport.md says: TLS
+starts right after the TCP connect, on the control connection and on every
+tcp rail, before any byte of WIRE.md or of the rail hello.  (Python's ssl
+has no TLS 1.3 external PSK: certificates only.)
+
 Stdlib only.  Exit status of `client`: 0 if the ack was STATUS_OK (and every
 check passed), 1 otherwise (the JSON line says which class).
 """
@@ -19,6 +25,7 @@ import json
 import os
 import random
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -80,12 +87,43 @@ def fake_gid():
     return bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1])
 
 
+def tls_context(args):
+    """The client's TLS 1.3 context, or None without --tls-ca."""
+    if not args.tls_ca:
+        return None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.load_verify_locations(args.tls_ca)
+    if args.tls_cert:
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+    return ctx
+
+
+def tls_wrap(args, sock, host):
+    """TLS over a connected socket (the handshake runs here), or the socket
+    itself without TLS."""
+    ctx = tls_context(args)
+    if ctx is None:
+        return sock
+    try:
+        return ctx.wrap_socket(sock, server_hostname=args.tls_server_name or host)
+    except ssl.SSLError as e:
+        sock.close()
+        raise WireError("tls", "TLS: %s" % e)
+
+
 def run_client(args):
     host, port = split_hostport(args.connect)
     n = args.rails
     out = {"mode": "client", "dialect": args.dialect, "rails_asked": n}
     try:
         sock = socket.create_connection((host, port), timeout=args.timeout)
+        sock.settimeout(args.timeout)
+        sock = tls_wrap(args, sock, host)
+    except WireError as e:
+        out.update(result=e.cls, error=str(e))
+        print(json.dumps(out), flush=True)
+        return 1
     except OSError as e:
         out.update(result="connect-failed", error=str(e))
         print(json.dumps(out), flush=True)
@@ -145,6 +183,8 @@ def run_client(args):
             time.sleep(args.hold)
     except WireError as e:
         out.update(result=e.cls, error=str(e))
+    except ssl.SSLError as e:
+        out.update(result="tls", error="TLS: %s" % e)
     except socket.timeout:
         out.update(result="timeout", error="no bytes from the server within %.1f s" % args.timeout)
     except OSError as e:
@@ -182,6 +222,7 @@ def attach_tcp_rails(args, rails, msg):
         if host != "127.0.0.1":
             raise WireError("unexpected", "rail %d points at %s, not loopback" % (i, host))
         s = socket.create_connection((host, r["qpn"] & 0xFFFF), timeout=args.timeout)
+        s = tls_wrap(args, s, host)
         cqpn, cpsn, _ = QP_ID.unpack(msg[1 + 24 * i:1 + 24 * (i + 1)])
         s.sendall(HELLO.pack(TCP_MAGIC, 1, r["qpn"], r["psn"], cqpn, cpsn))
         verdict = Reader(s).read(1)[0]
@@ -388,6 +429,10 @@ def main(argv):
     c.add_argument("--expect-layers", type=int, default=0)
     c.add_argument("--hold", type=float, default=0.0, help="keep the connection open after the ack")
     c.add_argument("--timeout", type=float, default=10.0)
+    c.add_argument("--tls-ca", help="TLS 1.3: the CA the server's certificate chains to")
+    c.add_argument("--tls-cert", help="TLS: this client's certificate (PEM)")
+    c.add_argument("--tls-key", help="TLS: its key (PEM)")
+    c.add_argument("--tls-server-name", help="TLS: the name to check (default: the host)")
     c.add_argument("--tcp-rails", action="store_true",
                    help="also open the tcp transport's rails (so the server can ack 0)")
     c.add_argument("--read", type=int, default=0,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs docs/security-tls.md's walkthrough commands (a CA, a server and a
+# Runs docs/security.md's walkthrough commands (a CA, a server and a
 # client certificate with `openssl`, a PSK file) in a temporary directory
 # and checks that src/tls accepts what they make: a certificate handshake by
 # name and by IP SAN, with the identities the docs promise, and a PSK

@@ -163,8 +163,13 @@ void bench_report_json(FILE *f, const struct bench_summary *s)
     fprintf(f, "], \"rail_stats\": [");
     for (unsigned r = 0; r < s->n_rail; r++) {
         const railwire_rail_stats *st = &s->rail[r];
+        static const char *const ktls[4] = {"none", "send", "recv", "both"};
         fprintf(f, "%s{\"index\": %u, \"name\": ", r ? ", " : "", st->index);
         json_str(f, st->name);
+        fprintf(f, ", \"tls\": \"%s\", \"tls_ktls\": \"%s\"",
+                st->tls == RAILWIRE_RAIL_TLS_KERNEL ? "kernel"
+                : st->tls == RAILWIRE_RAIL_TLS_USER ? "user" : "off",
+                ktls[st->tls_ktls & 3u]);
         fprintf(f, ", \"state\": \"%s\", \"gbps_weight\": %.3f, \"bytes_read\": %llu, "
                    "\"bytes_written\": %llu, \"slices\": %llu, \"errors\": %llu, \"reissued\": %llu, "
                    "\"heals\": %llu, \"heal_attempts\": %llu, \"session\": %u, \"control_up\": %s, "

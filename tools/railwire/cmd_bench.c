@@ -19,6 +19,7 @@
 #include "bench_run.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "tls_cli.h"
 
 #define BENCH_SWEEP_MIN (4ull << 10)
 #define BENCH_SWEEP_MAX (64ull << 20)
@@ -77,6 +78,18 @@ static const char bench_usage[] =
     "                         polling before it sleeps, while transfers are in\n"
     "                         flight (0..1000000, 0 = sleep at once; default: the\n"
     "                         library's, 50); with --loopback also the server's\n"
+    "  --tls-cert FILE --tls-key FILE --tls-ca FILE\n"
+    "                         TLS 1.3 with certificates (PEM) on the control\n"
+    "                         connection and every tcp rail; the server's\n"
+    "                         certificate must chain to --tls-ca and carry the\n"
+    "                         host connected to (or --tls-server-name)\n"
+    "  --tls-psk FILE         TLS 1.3 with a pre-shared key: IDENTITY:HEXKEY lines\n"
+    "                         (mode 0600); the first line, or --tls-psk-identity\n"
+    "  --tls-psk-identity NAME  the PSK line to use\n"
+    "  --tls-server-name NAME the name the server's certificate must carry\n"
+    "                         (default: the --connect host).  With --loopback the\n"
+    "                         in-process server uses the same files (a PSK file,\n"
+    "                         or a certificate valid for both roles)\n"
     "  --json                 print one JSON object on stdout instead of the table\n"
     "  --plot FILE.png        also draw the results (with -a: the sweep) with gnuplot\n"
     "  --metrics-dump         after the run, print the railset's metrics on stdout\n"
@@ -106,6 +119,7 @@ struct bench_opts {
     unsigned n_local;
     const char *dev[RAILWIRE_MAX_RAILS * 4];
     unsigned n_dev;
+    struct tls_cli tls;        /* --tls-* */
 };
 
 static int parse_args(int argc, char **argv, struct bench_opts *b)
@@ -142,6 +156,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"no-heal", no_argument, NULL, O_NO_HEAL},
         {"all-down-timeout", required_argument, NULL, O_ALL_DOWN},
         {"busy-poll-us", required_argument, NULL, O_BUSY_POLL},
+        {"tls-cert", required_argument, NULL, TLS_O_CERT},
+        {"tls-key", required_argument, NULL, TLS_O_KEY},
+        {"tls-ca", required_argument, NULL, TLS_O_CA},
+        {"tls-psk", required_argument, NULL, TLS_O_PSK},
+        {"tls-psk-identity", required_argument, NULL, TLS_O_PSK_IDENTITY},
+        {"tls-server-name", required_argument, NULL, TLS_O_SERVER_NAME},
         {"plot", required_argument, NULL, 'P'},
         {"quiet", no_argument, NULL, O_QUIET},
         {"verbose", no_argument, NULL, 'v'},
@@ -157,6 +177,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
     b->size = 1ull << 20;
     b->opcode = RAILWIRE_OP_READ;
     b->transport = RAILWIRE_TRANSPORT_AUTO;
+    tls_cli_init(&b->tls);
     optind = 1;
     while ((c = getopt_long(argc, argv, "s:aq:n:D:vh", longopts, NULL)) != -1) {
         switch (c) {
@@ -277,6 +298,10 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
             break;
         case 'P': b->plot = optarg; break;
         case O_QUIET: b->quiet = 1; break;
+        case TLS_O_CERT: case TLS_O_KEY: case TLS_O_CA: case TLS_O_PSK:
+        case TLS_O_PSK_IDENTITY: case TLS_O_SERVER_NAME:
+            tls_cli_take(&b->tls, c, optarg);
+            break;
         case 'v': b->verbose = 1; break;
         case 'h':
             fputs(bench_usage, stdout);
@@ -365,6 +390,8 @@ int cmd_bench(int argc, char **argv)
         railwire_log_set_level(RAILWIRE_LOG_DEBUG);
     else
         tool_log_level_default(RAILWIRE_LOG_WARN);
+    if (tls_cli_check(&b.tls, 0))
+        return 2; /* files that cannot be used: a usage error, said why */
     signal(SIGPIPE, SIG_IGN);
 
     if (b.sweep)
@@ -409,7 +436,7 @@ int cmd_bench(int argc, char **argv)
                 per_layer = max_size;
         }
         if (bench_loopback_start(&lb, b.dialect, b.transport, n_layers, (size_t)per_layer,
-                                 b.busy_poll_us) < 0)
+                                 b.busy_poll_us, b.loopback ? tls_cli_opts(&b.tls) : NULL) < 0)
             goto out;
         snprintf(b.host, sizeof(b.host), "127.0.0.1");
         snprintf(b.port, sizeof(b.port), "%u", lb.port);
@@ -448,6 +475,7 @@ int cmd_bench(int argc, char **argv)
     if (b.all_down_timeout)
         o.all_down_timeout_ms = b.all_down_timeout;
     o.busy_poll_us = b.busy_poll_us;
+    o.tls = tls_cli_opts(&b.tls);
 
     t0 = tool_now_ns();
     rc = railwire_railset_connect(b.host, b.port, &o, &rs);

@@ -19,6 +19,7 @@
 #include "bench_pattern.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "tls_cli.h"
 #include "metrics_http.h"
 
 #define SERVE_MAX_ADDRS 64
@@ -77,6 +78,20 @@ static const char serve_usage[] =
     "                         Any client that reaches the port can read every\n"
     "                         published byte (and write an RW arena): allow only\n"
     "                         your fleet (see docs/security.md)\n"
+    "  --tls-cert FILE --tls-key FILE --tls-ca FILE\n"
+    "                         TLS 1.3 with mutual certificates (PEM): the control\n"
+    "                         connection and every tcp rail are encrypted; clients\n"
+    "                         need a certificate that chains to FILE of --tls-ca\n"
+    "  --tls-psk FILE         TLS 1.3 with pre-shared keys: IDENTITY:HEXKEY lines\n"
+    "                         (keys of 32 to 48 bytes; the file must not be\n"
+    "                         readable by group or others); every identity in it\n"
+    "                         is accepted.  May be combined with certificates\n"
+    "  --tls-allow NAME       with TLS: only clients whose certificate CN or DNS SAN,\n"
+    "                         or PSK identity, is NAME (or matches *.suffix) get a\n"
+    "                         session (repeatable; default: every authenticated\n"
+    "                         client).  SIGHUP reads the TLS files again: new\n"
+    "                         sessions use them, established ones keep running;\n"
+    "                         a reload that fails keeps the old ones and logs why\n"
     "  --metrics HOST:PORT    serve Prometheus metrics on http://HOST:PORT/metrics\n"
     "                         (a port of its own, off by default; GET only, small\n"
     "                         requests, 5 s per connection, 8 connections at once;\n"
@@ -92,7 +107,8 @@ static const char serve_usage[] =
     "  -h, --help             this text\n"
     "\n"
     "exit status: 0 after a clean stop, 1 if the server could not start, 2 on a\n"
-    "usage error.\n";
+    "usage error (TLS files that cannot be used included: a key that does not\n"
+    "match its certificate, a PSK file readable by group or others).\n";
 
 struct serve_layer {
     void *addr;
@@ -148,7 +164,8 @@ int cmd_serve(int argc, char **argv)
 {
     enum { O_DIALECT = 256, O_LISTEN, O_LAYER, O_ARENA, O_FILL, O_RAIL_ADDR, O_TRANSPORT,
            O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT, O_LINGER,
-           O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW, O_METRICS, O_BUSY_POLL };
+           O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW, O_METRICS, O_BUSY_POLL,
+           O_TLS_ALLOW };
     static const struct option longopts[] = {
         {"dialect", required_argument, NULL, O_DIALECT},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -170,6 +187,11 @@ int cmd_serve(int argc, char **argv)
         {"allow", required_argument, NULL, O_ALLOW},
         {"metrics", required_argument, NULL, O_METRICS},
         {"busy-poll-us", required_argument, NULL, O_BUSY_POLL},
+        {"tls-cert", required_argument, NULL, TLS_O_CERT},
+        {"tls-key", required_argument, NULL, TLS_O_KEY},
+        {"tls-ca", required_argument, NULL, TLS_O_CA},
+        {"tls-psk", required_argument, NULL, TLS_O_PSK},
+        {"tls-allow", required_argument, NULL, O_TLS_ALLOW},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -191,6 +213,9 @@ int cmd_serve(int argc, char **argv)
     unsigned n_hosts = 0;
     const char *allow[SERVE_MAX_ALLOW];
     unsigned n_allow = 0;
+    const char *tls_allow[SERVE_MAX_ALLOW];
+    unsigned n_tls_allow = 0;
+    struct tls_cli tls;
     unsigned long v;
     char metrics_host[256], metrics_port[16];
     int have_metrics = 0;
@@ -199,6 +224,7 @@ int cmd_serve(int argc, char **argv)
     int sig;
 
     railwire_server_opts_init(&o);
+    tls_cli_init(&tls);
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
         switch (c) {
@@ -317,6 +343,19 @@ int cmd_serve(int argc, char **argv)
             }
             allow[n_allow++] = optarg;
             break;
+        case O_TLS_ALLOW:
+            if (n_tls_allow == SERVE_MAX_ALLOW) {
+                fprintf(stderr, "error: at most %d --tls-allow names\n", SERVE_MAX_ALLOW);
+                return 2;
+            }
+            tls_allow[n_tls_allow++] = optarg;
+            break;
+        case TLS_O_CERT:
+        case TLS_O_KEY:
+        case TLS_O_CA:
+        case TLS_O_PSK:
+            tls_cli_take(&tls, c, optarg);
+            break;
         case O_METRICS:
             if (tool_parse_hostport(optarg, "--metrics address", metrics_host,
                                     sizeof(metrics_host), metrics_port, sizeof(metrics_port)) < 0)
@@ -338,6 +377,11 @@ int cmd_serve(int argc, char **argv)
         fprintf(stderr, "error: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
+    if (n_tls_allow && !tls.any) {
+        fprintf(stderr, "error: --tls-allow needs TLS (--tls-cert/--tls-key/--tls-ca or "
+                        "--tls-psk)\n");
+        return 2;
+    }
     if (!have_dialect || !n_hosts) {
         fprintf(stderr, "error: --dialect and --listen are required\n%s", serve_usage);
         return 2;
@@ -356,6 +400,11 @@ int cmd_serve(int argc, char **argv)
         railwire_log_set_level(RAILWIRE_LOG_DEBUG);
     else
         tool_log_level_default(RAILWIRE_LOG_INFO);
+    /* Credentials that cannot be used are a usage error, found before any
+     * memory is mapped. */
+    rc = tls_cli_check(&tls, 1);
+    if (rc)
+        goto out;
 
     rc = 1;
     if (o.dialect == RAILWIRE_DIALECT_RO) {
@@ -403,6 +452,9 @@ int cmd_serve(int argc, char **argv)
     o.n_devices = n_devices;
     o.allow = n_allow ? allow : NULL;
     o.n_allow = n_allow;
+    o.tls = tls_cli_opts(&tls);
+    o.tls_allow = n_tls_allow ? tls_allow : NULL;
+    o.n_tls_allow = n_tls_allow;
 
     /* Block the stop signals before the server starts its threads so they
      * inherit the mask and only sigwait() below receives them. */
@@ -410,6 +462,7 @@ int cmd_serve(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
     /* The metrics port is bound first: a port in use fails before the
@@ -442,8 +495,16 @@ int cmd_serve(int argc, char **argv)
     fflush(stdout);
 
     for (;;) {
-        if (sigwait(&sigs, &sig) == 0)
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
             break;
+        /* Reload: the library logs the outcome (and why a failure kept
+         * the old credentials). */
+        if (o.tls)
+            railwire_server_reload_tls(srv);
+        else
+            tool_log_sink(RAILWIRE_LOG_INFO, "railwire serve: SIGHUP: no TLS to reload", stderr);
     }
     {
         /* Through the log sink, so it is a log line in either format. */

@@ -20,8 +20,8 @@ int rw_heal_open_network(const struct rw_heal_cfg *cfg, const struct rw_heal_req
         .connect_timeout_ms = cfg->connect_timeout_ms,
         .io_timeout_ms = cfg->io_timeout_ms,
         .busy_poll_us = cfg->busy_poll_us,
+        .tls = ctx, /* the railset's TLS credentials (NULL: plain): heals authenticate again */
     };
-    (void)ctx;
     for (unsigned i = 0; i < req->n_rails && i < cfg->n_rails; i++) {
         sp.local_addr[i] = cfg->local_addr ? cfg->local_addr[i] : NULL;
         sp.device[i] = cfg->device ? cfg->device[i] : NULL;

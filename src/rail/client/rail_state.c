@@ -65,6 +65,8 @@ enum rw_rail_st rw_rail_in_service(railwire_railset *rs, unsigned i,
     r->stats.gbps = r->dom->gbps > 0 ? r->dom->gbps : 1.0;
     r->inv_gbps = 1.0 / r->stats.gbps;
     snprintf(r->stats.name, sizeof(r->stats.name), "%s", r->dom->name);
+    r->stats.tls = r->ep ? r->ep->tls : 0;
+    r->stats.tls_ktls = r->ep ? r->ep->tls_ktls : 0;
     rw_railset_update_bases(rs);
     rs->rails_gen++; /* a sleeping poller must watch the new ep */
     r->st = RW_RAIL_UP;

@@ -166,6 +166,10 @@ void railwire_railset_close(railwire_railset *rs)
         return;
     /* The heal thread finishes an attempt in progress on its own. */
     rw_heal_disable(rs);
+    if (rs->net_ctx_free)
+        rs->net_ctx_free(rs->net_ctx);
+    rs->net_ctx = NULL;
+    rs->net_ctx_free = NULL;
     /* Kill first so no outstanding operation touches a buffer after close. */
     for (unsigned i = 0; i < rs->n_rails; i++)
         if (rs->rails[i].ep && rw_rail_is_up(&rs->rails[i]))

@@ -12,6 +12,9 @@
 #include "rail/client/railset_internal.h"
 #include "rail/client/railset_opts.h"
 #include "rail/client/session_open.h"
+#if RAILWIRE_HAVE_TLS
+#include "tls/tls_creds.h"
+#endif
 #include "transport/select.h"
 
 /* Copies a borrowed array of nv strings to n entries, entry i from
@@ -57,6 +60,32 @@ static int heal_cfg(struct rw_heal_cfg *c, const struct rw_transport_ops *ops, c
     c->backoff_max_ms = o->heal_backoff_max_ms;
     c->stable_ms = o->heal_stable_ms;
     return oom ? RAILWIRE_E_NOMEM : 0;
+}
+
+/* The railset's TLS client credentials from o->tls (NULL without).
+ * Returns 0 or the error (logged with the file and what to check). */
+static int tls_creds_make(const railwire_railset_opts *o, struct rw_tls_creds **out)
+{
+    *out = NULL;
+    if (!o->tls)
+        return 0;
+#if RAILWIRE_HAVE_TLS
+    return rw_tls_creds_new(o->tls, RW_TLS_CLIENT, out);
+#else
+    rw_err("connect: TLS options given, but this railwire was built without TLS (OpenSSL 3 "
+           "was not found: install libssl-dev and rebuild)");
+    return RAILWIRE_E_INVALID;
+#endif
+}
+
+/* Releases what tls_creds_make made (the railset's net_ctx). */
+static void tls_creds_free(void *creds)
+{
+#if RAILWIRE_HAVE_TLS
+    rw_tls_creds_unref(creds);
+#else
+    (void)creds;
+#endif
 }
 
 static int check_opts(const char *host, const char *port, const railwire_railset_opts *o,
@@ -131,12 +160,12 @@ static int railset_of_session(const struct rw_transport_ops *ops, const railwire
 /* Turns healing on for rs with o's healing options.  Returns 0 or an
  * error (logged). */
 static int enable_healing(railwire_railset *rs, const char *host, const char *port,
-                          const railwire_railset_opts *o)
+                          const railwire_railset_opts *o, struct rw_tls_creds *tls)
 {
     struct rw_heal_cfg hc;
     int rc = heal_cfg(&hc, rs->ops, port, o, rs->n_layers);
     if (rc == 0)
-        return rw_heal_enable(rs, host, &hc, rw_heal_open_network, NULL);
+        return rw_heal_enable(rs, host, &hc, rw_heal_open_network, tls);
     for (unsigned i = 0; i < hc.n_rails; i++) {
         free(hc.local_addr ? hc.local_addr[i] : NULL);
         free(hc.device ? hc.device[i] : NULL);
@@ -173,21 +202,31 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     rc = rw_transport_select(o->transport, &sp.ops);
     if (rc < 0)
         return rc;
+    /* One set of credentials for the railset: every rail and every heal. */
+    rc = tls_creds_make(o, &sp.tls);
+    if (rc < 0)
+        return rc;
     for (unsigned i = 0; i < o->n_rails; i++) {
         sp.local_addr[i] = o->n_local_addrs ? o->local_addrs[i % o->n_local_addrs] : NULL;
         sp.device[i] = o->n_devices ? o->devices[i % o->n_devices] : NULL;
     }
     struct rw_session_out so;
     rc = rw_session_open(&sp, &so);
-    if (rc < 0)
+    if (rc < 0) {
+        tls_creds_free(sp.tls);
         return rc;
+    }
 
     railwire_railset *rs;
     rc = railset_of_session(sp.ops, o, &so, &rs);
-    if (rc < 0)
+    if (rc < 0) {
+        tls_creds_free(sp.tls);
         return rc;
+    }
+    rs->net_ctx = sp.tls;
+    rs->net_ctx_free = sp.tls ? tls_creds_free : NULL;
     if (o->heal) {
-        rc = enable_healing(rs, host, port, o);
+        rc = enable_healing(rs, host, port, o, sp.tls);
         if (rc < 0) {
             railwire_railset_close(rs);
             return rc;

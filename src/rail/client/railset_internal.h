@@ -182,6 +182,11 @@ struct railwire_railset {
     struct rw_rsess *sessions; /* every session a rail belongs to */
     unsigned next_sess_id;
     struct rw_healer *healer; /* NULL: healing off */
+    /* What railset_connect.c keeps for the network side (the TLS
+     * credentials every heal authenticates with), released at close after
+     * the healer stopped; NULL when none. */
+    void *net_ctx;
+    void (*net_ctx_free)(void *net_ctx);
     int all_down_timeout_ms;  /* with healing: no live rail this long fails everything */
     int64_t all_down_since_ms; /* when the last live rail went down (n_live == 0) */
     int all_down_expired;     /* the bound ran out: submits fail until a rail heals */

@@ -13,12 +13,17 @@
 #include "common/parallel.h"
 #include "rail/client/railset_internal.h"
 #include "common/sock.h"
+#include "common/time.h"
+#if RAILWIRE_HAVE_TLS
+#include "tls/tls_conn.h"
+#endif
 
 /* Opens rail i's domain and creates its ep. */
 static int open_rail(const struct rw_session_spec *sp, struct rw_session_out *out, unsigned i)
 {
     struct rw_domain_cfg dc = {.role = RW_ROLE_CLIENT, .gid_index = sp->gid_index,
-                               .mtu_cap = sp->mtu, .io_timeout_ms = sp->io_timeout_ms};
+                               .mtu_cap = sp->mtu, .io_timeout_ms = sp->io_timeout_ms,
+                               .tls_client = sp->tls, .tls_host = sp->host};
     struct rw_domain_place place;
     rw_domain_place_fill(&dc, &place, sp->ops, sp->local_addr[i], sp->device[i], i);
     int rc = sp->ops->domain_open(&dc, &out->dom[i]);
@@ -110,6 +115,54 @@ static int take_reply(const struct rw_session_spec *sp, const struct rw_server_r
     return 0;
 }
 
+/* Frees the control connection's TLS state (the socket stays open). */
+static void tls_done(struct rw_tls_conn *t)
+{
+#if RAILWIRE_HAVE_TLS
+    rw_tls_conn_free(t);
+#else
+    (void)t;
+#endif
+}
+
+/* TLS on the control connection when sp->tls is set: the handshake runs
+ * within the io timeout, before WIRE.md's first byte.  Returns 0 and *out
+ * (NULL when plain; free with rw_tls_conn_free once the handshake is over:
+ * the socket stays the session's liveness signal), or the error (logged). */
+static int control_tls(const struct rw_session_spec *sp, int fd, struct rw_tls_conn **out)
+{
+    *out = NULL;
+    if (!sp->tls)
+        return 0;
+#if RAILWIRE_HAVE_TLS
+    int to = sp->io_timeout_ms > 0 ? sp->io_timeout_ms : RW_DEFAULT_IO_TIMEOUT_MS;
+    int rc = rw_tls_conn_new(sp->tls, fd, sp->host, out);
+    if (rc < 0) {
+        *out = NULL;
+        rw_err("connect: cannot start TLS to %s (%s)", sp->host, railwire_error_class(rc));
+        return rc;
+    }
+    rc = rw_tls_conn_handshake(*out, rw_now_ms() + to);
+    if (rc < 0) {
+        rw_err("connect: %s%s", rw_tls_conn_error(*out),
+               strstr(rw_tls_conn_error(*out), "protocol version")
+                   ? " (a plain railwire listener answers a TLS client with this alert: check "
+                     "that the server runs with TLS options)"
+                   : "");
+        rw_tls_conn_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    rw_debug("connect: TLS to %s:%s (%s, %s)", sp->host, sp->port, rw_tls_conn_cipher(*out),
+             rw_tls_conn_mode(*out));
+    return 0;
+#else
+    (void)fd;
+    rw_err("connect: TLS asked for, but this railwire was built without TLS");
+    return RAILWIRE_E_INVALID;
+#endif
+}
+
 int rw_session_open(const struct rw_session_spec *sp, struct rw_session_out *out)
 {
     memset(out, 0, sizeof(*out));
@@ -142,6 +195,11 @@ int rw_session_open(const struct rw_session_spec *sp, struct rw_session_out *out
         goto out_hs;
     }
     rw_hs_io_init(io, fd, sp->io_timeout_ms);
+    struct rw_tls_conn *tls = NULL;
+    rc = control_tls(sp, fd, &tls);
+    if (rc < 0)
+        goto out_io;
+    io->tls = tls;
 
     rc = rw_hs_client_drive(io, &hs);
     if (rc < 0)
@@ -196,12 +254,14 @@ int rw_session_open(const struct rw_session_spec *sp, struct rw_session_out *out
             goto out_io;
         }
     }
+    tls_done(io->tls);
     free(io);
     rw_hs_client_fini(&hs);
     out->fd = fd;
     return 0;
 
 out_io:
+    tls_done(io->tls);
     free(io);
 out_hs:
     rw_hs_client_fini(&hs);

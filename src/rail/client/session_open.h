@@ -16,6 +16,8 @@
 #include "transport/transport.h"
 #include "wire/wire.h"
 
+struct rw_tls_creds;
+
 /* What to open.  Strings are borrowed for the call. */
 struct rw_session_spec {
     const struct rw_transport_ops *ops;
@@ -37,6 +39,10 @@ struct rw_session_spec {
     int connect_timeout_ms;
     int io_timeout_ms;
     int busy_poll_us;                     /* the rails' receive spin (rw_ep_cfg.busy_poll_us) */
+    /* TLS client credentials (tls/tls_creds.h), borrowed; NULL = plain.
+     * The control connection and every tcp rail run TLS 1.3 with them; the
+     * server's certificate must carry the creds' server name or `host`. */
+    struct rw_tls_creds *tls;
 };
 
 /* An opened session.  Everything is owned by whoever holds it; release

@@ -111,7 +111,8 @@ static int open_domain(void *arg, unsigned i)
     struct rw_srv_domain *d = &srv->doms[i];
     struct rw_domain_cfg dc = {.role = RW_ROLE_SERVER, .gid_index = o->gid_index,
                                .mtu_cap = o->mtu, .io_timeout_ms = o->io_timeout_ms,
-                               .busy_poll_us = o->busy_poll_us};
+                               .busy_poll_us = o->busy_poll_us,
+                               .tls_server = rw_srv_tls_slot(srv)};
     struct rw_domain_place place;
     /* i runs over the domains of the transport in use (n_rail_addrs for
      * tcp, n_devices for verbs): the other list may be shorter. */
@@ -220,6 +221,9 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
     rc = rw_srv_allow_parse(srv, o->allow, o->n_allow);
     if (rc < 0)
         goto fail;
+    rc = rw_srv_tls_init(srv, o);
+    if (rc < 0)
+        goto fail;
     rc = rw_transport_select(o->transport, &srv->ops);
     if (rc < 0)
         goto fail;
@@ -290,6 +294,7 @@ void railwire_server_destroy(railwire_server *srv)
     free(srv->doms);
     free(srv->defaults);
     free(srv->allow);
+    rw_srv_tls_fini(srv);
     pthread_mutex_destroy(&srv->stats_lock);
     free(srv);
 }

@@ -202,6 +202,13 @@ void rw_srv_admit(struct railwire_server *srv, int fd, const struct sockaddr_sto
         close(fd);
         return;
     }
+    if (rw_srv_locked_out(srv, &ip, rw_now_ms())) {
+        rw_warn_rl("server: refusing %s: its address failed to authenticate (TLS) too often "
+                   "lately; closed", name);
+        rw_srv_count(srv, RW_ST(rejected_lockout), 1);
+        close(fd);
+        return;
+    }
     struct rw_srv_peer *peer = rw_srv_peer_get(srv, &ip, 1);
     struct rw_conn *c = peer ? bare_conn(srv, fd, &ip, name) : NULL;
     if (!c) {

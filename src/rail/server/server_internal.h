@@ -69,6 +69,7 @@ struct rw_srv_peer {
     struct rw_ip ip;
     unsigned pending;   /* connections in the handshake */
     unsigned sessions;  /* connections holding a max_clients slot */
+    unsigned tls_hs;    /* TLS handshakes holding a place in the gate */
     struct rw_srv_peer *next;
 };
 
@@ -106,6 +107,10 @@ struct rw_conn {
     int attach_checked;           /* the attach deadline has been handled */
     int64_t linger_end_ms;
     int64_t control_end_ms;
+    /* TLS (server_tls.c): the connection, NULL on a plain listener. */
+    struct rw_tls_conn *tls;
+    int tls_state;                /* enum rw_conn_tls_state */
+    int tls_saw_byte;             /* the client has sent its first TLS bytes */
     struct rw_list_node link;     /* in one of the loop's lists */
 };
 
@@ -114,6 +119,17 @@ static inline struct rw_conn *rw_conn_of(struct rw_list_node *n)
 {
     return rw_list_entry_or_null(n, struct rw_conn, link);
 }
+
+/* Where a connection's TLS handshake stands. */
+enum rw_conn_tls_state {
+    RW_CTLS_NONE = 0, /* plain listener */
+    RW_CTLS_WAIT,     /* waiting for a place in the handshake gate (unwatched) */
+    RW_CTLS_HS,       /* handshaking, holds a place */
+    RW_CTLS_DONE,     /* authenticated and allowed: WIRE.md's bytes flow inside */
+};
+
+struct rw_tls_conn;
+struct rw_srv_tls;
 
 struct railwire_server {
     /* Set by create, read-only afterwards. */
@@ -128,6 +144,7 @@ struct railwire_server {
     int linger_ms;            /* session_linger_ms */
     struct rw_cidr *allow;    /* owned; n_allow == 0: everyone */
     unsigned n_allow;
+    struct rw_srv_tls *tls;   /* owned; NULL: a plain listener (server_tls.c) */
     struct rw_srv_domain *doms;
     unsigned n_doms;
     int lfd[RW_SERVER_MAX_LISTENERS]; /* control listeners, all on `port` */
@@ -211,6 +228,50 @@ void rw_conn_release(struct rw_conn *c, size_t reason, const char *why);
  * reads a clean end of stream (peer-rejected), never a reset; closes at
  * once when too many are draining already. */
 void rw_conn_reject_close(struct rw_conn *c);
+
+/* ---- server_tls.c */
+/* Builds the TLS credentials, allow list, handshake gate and lockout table
+ * from o->tls (nothing when NULL).  Returns 0 or RAILWIRE_E_INVALID /
+ * RAILWIRE_E_NOMEM (logged). */
+int rw_srv_tls_init(struct railwire_server *srv, const railwire_server_opts *o);
+void rw_srv_tls_fini(struct railwire_server *srv);
+/* The credentials slot for the tcp rails (NULL on a plain listener). */
+struct rw_tls_slot *rw_srv_tls_slot(struct railwire_server *srv);
+/* 1 when ip failed to authenticate too often lately (refuse at accept). */
+int rw_srv_locked_out(struct railwire_server *srv, const struct rw_ip *ip, int64_t now);
+/* Starts a connection's TLS (a place in the gate, or waiting for one).
+ * Returns 1 when the connection may go on to WIRE.md's handshake now
+ * (plain listener), 0 when TLS runs first, -1 when it was dropped. */
+int rw_conn_tls_start(struct rw_conn *c);
+/* Runs the TLS handshake as far as the socket allows.  Returns 1 when done
+ * (authenticated and allowed), 0 when waiting, -1 when it was dropped or
+ * refused. */
+int rw_conn_tls_progress(struct rw_conn *c);
+/* Loop thread, once per iteration: gives free places in the gate to the
+ * connections waiting for one, oldest first. */
+void rw_srv_tls_kick(struct railwire_server *srv);
+/* The connection leaves the handshake pool: releases its place in the gate. */
+void rw_conn_tls_leave_gate(struct rw_conn *c);
+/* Sends close_notify when the connection runs TLS (before a shutdown). */
+void rw_conn_tls_close_notify(struct rw_conn *c);
+/* Frees the connection's TLS state (dead connections). */
+void rw_conn_tls_free(struct rw_conn *c);
+/* A deadline passed while the TLS handshake ran: logs and counts.  Returns
+ * 1 when it did (the caller drops the connection), 0 when TLS is done. */
+int rw_conn_tls_expired(struct rw_conn *c, int64_t now);
+
+/* ---- server_io.c: WIRE.md's bytes over the control connection, inside TLS
+ * when it runs it.  Return the bytes moved (> 0), 0 at the peer's end of
+ * stream (recv), RW_CONN_WANT_READ / RW_CONN_WANT_WRITE when the socket
+ * would block, or a negative RAILWIRE_E_* code with `what` filled. */
+#define RW_CONN_WANT_READ (-2)
+#define RW_CONN_WANT_WRITE (-3)
+ssize_t rw_conn_send(struct rw_conn *c, const void *p, size_t n, char *what, size_t cap);
+ssize_t rw_conn_recv(struct rw_conn *c, void *p, size_t n, char *what, size_t cap);
+/* Plain listener, first received bytes: 1 when they start a TLS
+ * ClientHello (logged, counted, answered with a TLS alert, connection
+ * dropped), else 0. */
+int rw_conn_plain_sniff(struct rw_conn *c);
 
 /* ---- server_stats.c (any thread) */
 /* Adds d to the counter at offset `field` of railwire_server_stats. */

@@ -156,6 +156,7 @@ static void free_dead(struct railwire_server *srv)
         rw_list_remove(&srv->dead, &c->link);
         if (c->hs_live)
             rw_hs_server_fini(&c->hs);
+        rw_conn_tls_free(c);
         if (c->fd >= 0)
             close(c->fd);
         free(c->eps);
@@ -229,6 +230,7 @@ static void *loop_main(void *arg)
             }
         }
         run_timers(srv, rw_now_ms());
+        rw_srv_tls_kick(srv);
         free_dead(srv);
     }
     close_everything(srv);

@@ -64,5 +64,10 @@ int rw_server_opts_take(const railwire_server_opts *in, railwire_server_opts *ou
         return RAILWIRE_E_INVALID;
     }
     out->struct_size = (uint32_t)sizeof(*out);
+    if (out->reserved1) {
+        rw_err("server: railwire_server_opts.reserved1 is %u: leave it 0 (a later version may "
+               "give it a meaning)", out->reserved1);
+        return RAILWIRE_E_INVALID;
+    }
     return 0;
 }

@@ -83,6 +83,7 @@ static void leave_pool(struct rw_conn *c)
 {
     if (c->phase != RW_CONN_HANDSHAKE)
         return;
+    rw_conn_tls_leave_gate(c);
     c->peer->pending--;
     rw_srv_count(c->srv, RW_ST(pending), -1);
 }
@@ -103,6 +104,7 @@ void rw_conn_reject_close(struct rw_conn *c)
     struct railwire_server *srv = c->srv;
     if (c->phase == RW_CONN_HANDSHAKE)
         end_handshake(c);
+    rw_conn_tls_close_notify(c);
     int done = drain(c->fd);
     shutdown(c->fd, SHUT_WR);
     if (done || srv->closing.count >= RW_SERVER_MAX_REJECTING) {
@@ -339,10 +341,13 @@ static void become_session(struct rw_conn *c)
                         "watched (epoll_ctl failed)");
 }
 
-/* Runs the handshake as far as the socket allows without waiting. */
+/* Runs the handshake as far as the socket allows without waiting: TLS
+ * first when the listener runs it, then WIRE.md's bytes (inside TLS). */
 static void progress(struct rw_conn *c)
 {
-    char what[96];
+    char what[300];
+    if (c->tls_state != RW_CTLS_NONE && rw_conn_tls_progress(c) != 1)
+        return;
     while (c->phase == RW_CONN_HANDSHAKE) {
         const uint8_t *p;
         uint8_t buf[4096];
@@ -351,16 +356,14 @@ static void progress(struct rw_conn *c)
         switch (c->hs.state) {
         case RW_HS_SEND:
             n = rw_hs_server_pending(&c->hs, &p);
-            k = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            k = rw_conn_send(c, p, n, what, sizeof(what));
             if (k > 0) {
                 rw_hs_server_sent(&c->hs, (size_t)k);
-            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                if (rw_srv_watch(c, RW_WATCH_IN | EPOLLOUT) < 0)
+            } else if (k == RW_CONN_WANT_WRITE || k == RW_CONN_WANT_READ) {
+                if (rw_srv_watch(c, RW_WATCH_IN | (k == RW_CONN_WANT_WRITE ? EPOLLOUT : 0)) < 0)
                     hs_failed(c, "epoll_ctl failed");
                 return;
-            } else if (!(k < 0 && errno == EINTR)) {
-                snprintf(what, sizeof(what), "sending to it failed: %s",
-                         k < 0 ? strerror(errno) : "no progress");
+            } else {
                 hs_failed(c, what);
                 return;
             }
@@ -369,7 +372,9 @@ static void progress(struct rw_conn *c)
             /* Exactly what the message still needs: never a byte past it. */
             n = rw_hs_server_need(&c->hs);
             n = n == 0 ? 1 : n > sizeof(buf) ? sizeof(buf) : n;
-            k = recv(c->fd, buf, n, MSG_DONTWAIT);
+            if (rw_conn_plain_sniff(c))
+                return;
+            k = rw_conn_recv(c, buf, n, what, sizeof(what));
             if (k > 0) {
                 ssize_t used = rw_hs_server_feed(&c->hs, buf, (size_t)k);
                 if (used < 0) {
@@ -383,12 +388,11 @@ static void progress(struct rw_conn *c)
                          step_what[c->step], railwire_error_class(e));
                 hs_failed(c, what);
                 return;
-            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                if (rw_srv_watch(c, RW_WATCH_IN) < 0)
+            } else if (k == RW_CONN_WANT_READ || k == RW_CONN_WANT_WRITE) {
+                if (rw_srv_watch(c, RW_WATCH_IN | (k == RW_CONN_WANT_WRITE ? EPOLLOUT : 0)) < 0)
                     hs_failed(c, "epoll_ctl failed");
                 return;
-            } else if (errno != EINTR) {
-                snprintf(what, sizeof(what), "receiving failed: %s", strerror(errno));
+            } else {
                 hs_failed(c, what);
                 return;
             }
@@ -439,6 +443,8 @@ void rw_conn_start(struct rw_conn *c)
         hs_failed(c, "epoll_ctl failed");
         return;
     }
+    if (rw_conn_tls_start(c) != 1)
+        return; /* TLS runs first (or waits for a place), or it was dropped */
     progress(c); /* the request byte is often there already */
 }
 
@@ -516,6 +522,10 @@ void rw_conn_expired(struct rw_conn *c, int64_t now)
     }
     if (c->phase != RW_CONN_HANDSHAKE)
         return;
+    if (rw_conn_tls_expired(c, now)) {
+        rw_conn_drop(c);
+        return;
+    }
     int limit = c->step == 0 ? srv->first_byte_ms : srv->io_timeout_ms;
     rw_srv_count(srv, RW_ST(handshake_timeouts), 1);
     rw_warn_rl("server: client %s %s within %d ms (%lld ms after it connected); closing",
@@ -632,6 +642,7 @@ void rw_conn_release(struct rw_conn *c, size_t reason, const char *why)
     rw_srv_peer_put(srv, p);
     if (c->fd >= 0) {
         rw_srv_watch(c, 0);
+        rw_conn_tls_close_notify(c);
         shutdown(c->fd, SHUT_RDWR);
         close_fd(c);
     }

@@ -5,10 +5,15 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "common/sock.h"
+#if RAILWIRE_HAVE_TLS
+#include "tls/tls_conn.h"
+#endif
 
 void rw_hs_io_init(struct rw_hs_io *io, int fd, int timeout_ms)
 {
     io->fd = fd;
+    io->tls = NULL;
+    io->first_seen = 0;
     io->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
     io->off = io->len = 0;
     rw_sock_name(fd, 1, io->peer, sizeof(io->peer));
@@ -21,13 +26,26 @@ static int fill(struct rw_hs_io *io, const char *who, int64_t deadline)
     if (io->off < io->len)
         return 1;
     int left = rw_ms_left(deadline);
-    ssize_t n = left > 0 ? rw_sock_recv(io->fd, io->buf, sizeof(io->buf), left)
-                         : RAILWIRE_E_TIMEOUT;
+    ssize_t n;
+#if RAILWIRE_HAVE_TLS
+    if (io->tls)
+        n = left > 0 ? rw_tls_recv_some(io->tls, io->buf, sizeof(io->buf), deadline)
+                     : RAILWIRE_E_TIMEOUT;
+    else
+#endif
+        n = left > 0 ? rw_sock_recv(io->fd, io->buf, sizeof(io->buf), left)
+                     : RAILWIRE_E_TIMEOUT;
     if (n > 0) {
         io->off = 0;
         io->len = (size_t)n;
         return 1;
     }
+#if RAILWIRE_HAVE_TLS
+    if (io->tls && n < 0 && n != RAILWIRE_E_TIMEOUT) {
+        rw_err("handshake: %s", rw_tls_conn_error(io->tls));
+        return (int)n;
+    }
+#endif
     if (n == 0)
         return 0;
     const char *peer = io->peer;
@@ -44,7 +62,13 @@ static int send_pending(struct rw_hs_io *io, const uint8_t *p, size_t n, const c
                         int64_t deadline)
 {
     int left = rw_ms_left(deadline);
-    int rc = left > 0 ? rw_sock_send_all(io->fd, p, n, left) : RAILWIRE_E_TIMEOUT;
+    int rc;
+#if RAILWIRE_HAVE_TLS
+    if (io->tls)
+        rc = left > 0 ? rw_tls_write_full(io->tls, p, n, deadline) : RAILWIRE_E_TIMEOUT;
+    else
+#endif
+        rc = left > 0 ? rw_sock_send_all(io->fd, p, n, left) : RAILWIRE_E_TIMEOUT;
     if (rc < 0) {
         const char *peer = io->peer;
         rw_err("handshake: sending %zu bytes to %s %s failed (%s)", n, who, peer,
@@ -104,6 +128,17 @@ int rw_hs_client_drive(struct rw_hs_io *io, struct rw_hs_client *c)
                        railwire_error_class(e));
             return e;
         }
+#if RAILWIRE_HAVE_TLS
+        /* A plain client at a TLS listener reads the server's TLS alert:
+         * a first byte that is not the rail count asked for (which the
+         * decoder would refuse anyway) and starts a TLS record says so. */
+        if (!io->tls && !io->first_seen && io->buf[io->off] != c->n_rails &&
+            rw_tls_sniff_record(io->buf + io->off, io->len - io->off) == RW_TLS_SNIFF_TLS) {
+            rw_err("handshake: server %s: %s", peer, RW_TLS_MSG_PLAIN_AT_TLS);
+            return RAILWIRE_E_TLS;
+        }
+#endif
+        io->first_seen = 1;
         ssize_t used = rw_hs_client_feed(c, io->buf + io->off, io->len - io->off);
         if (used < 0) {
             if (used == RAILWIRE_E_REFUSED)

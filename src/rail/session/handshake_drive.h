@@ -18,9 +18,13 @@
 
 #include "wire/handshake.h"
 
+struct rw_tls_conn;
+
 /* A socket plus the bytes received but not yet consumed. */
 struct rw_hs_io {
     int fd;
+    struct rw_tls_conn *tls;  /* not owned: WIRE.md's bytes go inside TLS (NULL: plain) */
+    int first_seen;           /* the server's first bytes were checked for TLS */
     int timeout_ms;           /* per read/write; <= 0: 10000 */
     size_t off, len;          /* unconsumed bytes are buf[off..len) */
     char peer[80];            /* the peer's address, for messages */
@@ -28,7 +32,8 @@ struct rw_hs_io {
 };
 
 /* Initialises io over a connected socket (not owned) and notes the peer's
- * address for messages. */
+ * address for messages.  Plain; set io->tls afterwards for a connection
+ * whose TLS handshake is done. */
 void rw_hs_io_init(struct rw_hs_io *io, int fd, int timeout_ms);
 
 /* Client: sends what is pending and receives until the state is
