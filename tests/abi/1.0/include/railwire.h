@@ -9,6 +9,7 @@
 #include <railwire/log.h>
 #include <railwire/railset.h>
 #include <railwire/server.h>
+#include <railwire/tls.h>
 #include <railwire/types.h>
 
 #endif

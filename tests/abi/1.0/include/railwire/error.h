@@ -44,6 +44,8 @@ enum railwire_error {
     RAILWIRE_E_CLOSED = -1033,             /* the object was closed while the operation was pending */
     RAILWIRE_E_PROTOCOL = -1034,           /* the peer sent bytes this side cannot accept */
     RAILWIRE_E_SYSTEM = -1035,             /* an OS call failed (the log names which and errno) */
+    RAILWIRE_E_TLS = -1036,                /* TLS failed: handshake, credentials or a bad record (the log says what to check) */
+    RAILWIRE_E_CANCELED = -1037,           /* the transfer was cancelled (railwire_cancel) */
 };
 
 /* Returns a static, human-readable message for `err` that says what went

@@ -36,6 +36,7 @@
 
 #include <railwire/error.h>
 #include <railwire/export.h>
+#include <railwire/tls.h>
 #include <railwire/types.h>
 
 #ifdef __cplusplus
@@ -118,6 +119,11 @@ typedef struct railwire_railset_opts {
     uint32_t reserved0;                /* 0 (makes the tail padding a field: a member
                                           appended later starts past every byte an
                                           older caller's struct_size covers) */
+    /* TLS 1.3 on the control connection and on every tcp rail
+     * (include/railwire/tls.h); NULL = plain.  One set of credentials is
+     * built at connect and used for every rail and every heal (each
+     * authenticates in full).  Borrowed for railwire_railset_connect() only. */
+    const struct railwire_tls_opts *tls;
 } railwire_railset_opts;
 
 /* The smallest struct_size accepted: the fields up to and including n_rails
@@ -183,23 +189,34 @@ enum railwire_opcode { RAILWIRE_OP_READ = 0, RAILWIRE_OP_WRITE = 1 };
  * flags and reserved at 0. */
 typedef struct railwire_op {
     uint32_t opcode;        /* enum railwire_opcode */
-    uint32_t flags;         /* none defined in 1.0: must be 0 (else RAILWIRE_E_INVALID) */
+    uint32_t flags;         /* RAILWIRE_OP_F_* bits (1.0: RAILWIRE_OP_F_RESERVED); any
+                               other bit is RAILWIRE_E_INVALID */
     railwire_mr *mr;
     void *local;
     size_t length;          /* >= 1 */
     uint64_t remote_offset;
     uint64_t user_data;     /* returned in the completion */
     uint32_t layer;
-    uint32_t timeout_ms;    /* per-transfer deadline, 0 = none (the railset's
-                               op_timeout_ms still bounds each slice).  Not
-                               supported yet: a nonzero value fails with
-                               RAILWIRE_E_INVALID */
+    uint32_t timeout_ms;    /* the transfer's own deadline, counted from its submit:
+                               0 = none.  A transfer not finished by then is
+                               cancelled as by railwire_cancel and completes with
+                               RAILWIRE_E_TIMEOUT (see railwire_cancel for when and
+                               for what a WRITE may have changed).  The railset's
+                               op_timeout_ms still bounds each slice. */
     uint64_t reserved[1];   /* room for growth: leave 0; read only when a flag says so */
 } railwire_op;
 
+/* A bit of railwire_op.flags: the transfer is reserved for
+ * railwire_wait_handle.  railwire_poll and railwire_wait never return it,
+ * so a thread that submits it and then waits for its handle cannot lose
+ * its completion to another thread's poll, not even between the submit and
+ * the wait.  railwire_wait_handle(rs, h, 0, NULL) lifts the reservation
+ * (the transfer is then returned by poll/wait like any other). */
+#define RAILWIRE_OP_F_RESERVED 0x1u
+
 /* Submits one transfer.  Returns 0 and sets *handle, or an error and
- * nothing was submitted: RAILWIRE_E_INVALID (unknown opcode or flags, a
- * nonzero timeout_ms, length 0, local range outside mr, remote offset +
+ * nothing was submitted: RAILWIRE_E_INVALID (unknown opcode or flags,
+ * length 0, local range outside mr, remote offset +
  * length overflowing), RAILWIRE_E_REMOTE_ACCESS (RO:
  * no such layer), RAILWIRE_E_ALL_RAILS_DOWN.  Never blocks on the network:
  * what does not fit the rails' queues waits in order inside the railset.
@@ -226,9 +243,10 @@ typedef struct railwire_completion {
     uint32_t flags;         /* none defined in 1.0: 0 */
     size_t length;          /* the transfer's length */
     uint64_t bytes_moved;   /* bytes known to have reached their destination:
-                               `length` when status is 0; otherwise the bytes of
-                               the slices that completed (a lower bound: a slice
-                               that failed may have moved part of its bytes) */
+                               `length` when status is 0; for a failed, cancelled
+                               or timed-out transfer, the bytes of its slices that
+                               completed (a lower bound, not necessarily a prefix:
+                               a slice that failed may have moved part of its bytes) */
     uint64_t reserved[3];   /* room for growth: 0 in 1.0 */
 } railwire_completion;
 
@@ -253,6 +271,77 @@ RAILWIRE_API int railwire_read(railwire_railset *rs, railwire_mr *mr, void *loca
 RAILWIRE_API int railwire_write(railwire_railset *rs, railwire_mr *mr, const void *local, size_t length,
                                 uint32_t layer, uint64_t remote_offset, int timeout_ms);
 
+/* Waits for one transfer of railwire_submit/_batch, `h`, up to timeout_ms
+ * (0: do not wait; < 0: 24 hours at most), and returns it in *out: 0, or
+ * RAILWIRE_E_TIMEOUT (not finished yet; it stays pending and this call or
+ * poll/wait can return it later, as before), or RAILWIRE_E_INVALID (NULL
+ * rs, h unknown: never submitted, already returned, or a transfer of the
+ * synchronous helpers railwire_read/railwire_write).  While a thread waits
+ * here for h, railwire_poll and railwire_wait do not return h; use
+ * RAILWIRE_OP_F_RESERVED to keep them off it from the submit on.  Several
+ * threads may wait for different handles at once; the transfer is
+ * returned exactly once.  Makes progress like railwire_poll; sleeps on the
+ * railset's fd (railwire_railset_fd) rather than spinning.
+ * out == NULL: returns at once, and lifts the RAILWIRE_OP_F_RESERVED
+ * reservation of h: 0, or RAILWIRE_E_INVALID as above. */
+RAILWIRE_API int railwire_wait_handle(railwire_railset *rs, railwire_handle h, int timeout_ms,
+                                      railwire_completion *out);
+
+/* Cancels transfer h (of railwire_submit/_batch).  Returns 0, or
+ * RAILWIRE_E_INVALID (NULL rs, or h unknown: never submitted or already
+ * returned by poll/wait/wait_handle), or RAILWIRE_E_STATE (h already
+ * finished: its completion, with its own status, waits to be returned).
+ * Cancelling a transfer already being cancelled returns 0 and changes
+ * nothing.  The completion is still returned once, by poll, wait or
+ * wait_handle, with status RAILWIRE_E_CANCELED (or the first error one of
+ * its slices met before; or 0 when the cancel came too late to stop any
+ * part of it and every byte moved):
+ *  - slices not yet posted to a rail are dropped at once; when none of the
+ *    transfer's slices is on the wire it completes at once (the next
+ *    poll returns it);
+ *  - slices already on the wire are never re-issued; the transfer
+ *    completes once each of them has completed on its rail or its rail has
+ *    been killed (after which no copy of it can land: the rule that keeps
+ *    re-issue safe).  A rail kills itself when a slice has been outstanding
+ *    for op_timeout_ms, so the cancel completes at most op_timeout_ms
+ *    (plus about 100 ms of checking) after the cancel, and at once on a
+ *    healthy rail when its slices complete.
+ * completion.bytes_moved counts the bytes of the slices that completed.
+ * A cancelled WRITE: the transfer's slices are posted in order, so the
+ * remote bytes that may have changed are a prefix [remote_offset,
+ * remote_offset + P) of its range, P the end of the last slice posted
+ * before the cancel (a multiple of the slice size, or length); each of
+ * those bytes holds either its old value or the new one; bytes_moved of
+ * them are known to hold the new one; no byte at or after P and none
+ * outside the range changed.  A cancelled READ: the local buffer holds
+ * the same mix and may still be written until the completion is
+ * returned, never after. */
+RAILWIRE_API int railwire_cancel(railwire_railset *rs, railwire_handle h);
+
+/* Transfers of railwire_submit/_batch whose completion has not been
+ * returned yet (in flight, or finished and waiting for poll/wait/
+ * wait_handle); 0 for NULL. */
+RAILWIRE_API size_t railwire_railset_pending(railwire_railset *rs);
+
+/* A file descriptor for an event loop (epoll, poll, select, asyncio's
+ * add_reader, libuv's uv_poll): it becomes readable when railwire_poll
+ * (or railwire_wait_handle) may have something to return or to do.
+ * Level-triggered: it stays readable until a railwire_poll or
+ * railwire_wait_handle call has taken what made it so; it may also be
+ * readable with nothing to return (then poll returns 0).  After it fires,
+ * call railwire_poll until it returns fewer than `max`, then go back to
+ * waiting.  Register it level-triggered (not EPOLLET/EPOLLONESHOT).  No
+ * completion is missed: a transfer that finishes (in any thread, or on a
+ * rail's own completion channel), a per-transfer deadline or a rail's op
+ * timeout that falls due, and a rail replaced by healing all make the fd
+ * readable without any other call, until the next poll.  Nothing needs
+ * another thread's railwire_wait; the caller's poll calls drive progress.
+ * The fd is owned by the railset (do not close or read it); the same fd
+ * is returned by every call, and it is closed by railwire_railset_close.
+ * Returns the fd (>= 0), or RAILWIRE_E_INVALID (NULL rs) or
+ * RAILWIRE_E_SYSTEM (the epoll, eventfd or timerfd could not be made). */
+RAILWIRE_API int railwire_railset_fd(railwire_railset *rs);
+
 enum railwire_rail_state { RAILWIRE_RAIL_UP = 0, RAILWIRE_RAIL_DOWN = 1 };
 
 /* Per-rail counters.  Fields may be appended in later versions, never
@@ -276,7 +365,23 @@ typedef struct railwire_rail_stats {
                                railwire_railset_connect opened, then 1, 2, ... per heal */
     int control_up;         /* 1 while that session's control connection is open; its
                                end is logged and the rail keeps working */
+    uint32_t tls;           /* enum railwire_rail_tls: who runs this rail's TLS record
+                               layer (the rail's own bytes; verbs rails: off, the data
+                               is RDMA in the clear even when the control connection
+                               runs TLS) */
+    uint32_t tls_ktls;      /* with tls: RAILWIRE_KTLS_SEND | RAILWIRE_KTLS_RECV, the
+                               directions the kernel holds (0: none) */
 } railwire_rail_stats;
+
+/* railwire_rail_stats.tls */
+enum railwire_rail_tls {
+    RAILWIRE_RAIL_TLS_OFF = 0,    /* plain */
+    RAILWIRE_RAIL_TLS_USER = 1,   /* TLS 1.3, records sealed by OpenSSL in user space */
+    RAILWIRE_RAIL_TLS_KERNEL = 2, /* TLS 1.3, the kernel holds the record layer in at
+                                     least one direction (tls_ktls says which) */
+};
+#define RAILWIRE_KTLS_SEND 1u
+#define RAILWIRE_KTLS_RECV 2u
 
 /* The smallest elem_size railwire_railset_stats() accepts (index and state). */
 #define RAILWIRE_RAIL_STATS_MIN_SIZE 8u

@@ -41,6 +41,7 @@
 
 #include <railwire/error.h>
 #include <railwire/export.h>
+#include <railwire/tls.h>
 #include <railwire/types.h>
 
 #ifdef __cplusplus
@@ -128,6 +129,21 @@ typedef struct railwire_server_opts {
      * created sets it.  0 = default (50), -1 = sleep at once, at most
      * 1000000.  verbs: unused (the NICs serve). */
     int busy_poll_us;
+    /* TLS 1.3 (include/railwire/tls.h, docs/security.md): NULL = a plain
+     * listener.  With it, the control connection and every tcp rail run
+     * TLS; a plain client is refused with a TLS alert.  The files are read
+     * at create and again by railwire_server_reload_tls(). */
+    const struct railwire_tls_opts *tls;
+    /* With tls: only clients whose certificate's subject CN or a DNS SAN,
+     * or whose PSK identity, equals one entry (or matches "*.suffix") get
+     * a session; the others are refused after the TLS handshake, logged
+     * with their identity and counted (rejected_identity).  n_tls_allow ==
+     * 0: every authenticated client.  Borrowed for create only. */
+    const char *const *tls_allow;
+    unsigned n_tls_allow;
+    uint32_t reserved1;                /* 0 (makes the tail padding a field: a member
+                                          appended later starts past every byte an
+                                          older caller's struct_size covers) */
 } railwire_server_opts;
 
 /* Counters of one server, filled by railwire_server_stats() (a struct tag,
@@ -211,6 +227,22 @@ struct railwire_server_stats {
     uint64_t released_displaced;   /* a lingering session (control connection ended)
                                       released because a new session from the same
                                       address was at max_sessions_per_peer */
+    /* TLS (all 0 on a plain listener). */
+    uint64_t tls;                  /* 1 when the listener runs TLS */
+    uint64_t tls_handshakes;       /* control connections whose TLS handshake completed */
+    uint64_t tls_failures;         /* TLS handshakes that failed (bad or missing
+                                      credentials, a plain client, a bad record, a
+                                      timeout); also counted in handshake_failures or
+                                      handshake_timeouts */
+    uint64_t rejected_identity;    /* authenticated clients refused by tls_allow */
+    uint64_t rejected_lockout;     /* connections refused at accept because their
+                                      address failed to authenticate too often */
+    uint64_t tls_gate_waits;       /* TLS handshakes that waited for a place
+                                      (concurrent handshakes are bounded) */
+    uint64_t tls_reloads;          /* railwire_server_reload_tls() (SIGHUP) that took */
+    uint64_t tls_reload_failures;  /* reloads that failed and kept the old credentials */
+    uint64_t plain_at_tls;         /* TLS listener: clients that did not speak TLS */
+    uint64_t tls_at_plain;         /* plain listener: clients that spoke TLS */
 };
 
 /* The smallest struct_size accepted: the fields up to and including the RW
@@ -267,6 +299,14 @@ RAILWIRE_API int railwire_server_stats(const railwire_server *srv,
  * for a NULL srv (or a NULL buf with size > 0).  Thread-safe; never blocks
  * on the network or on the server's event loop. */
 RAILWIRE_API ssize_t railwire_server_metrics(const railwire_server *srv, char *buf, size_t size);
+
+/* Reads the server's TLS files again (certificate, key, CA, PSK file):
+ * connections accepted afterwards use the new credentials, established
+ * sessions keep running.  Returns 0, RAILWIRE_E_INVALID (NULL srv, a server
+ * without TLS, or files that cannot be used: the old credentials stay and
+ * the log says why), RAILWIRE_E_NOMEM.  Thread-safe (e.g. from a thread
+ * that handles SIGHUP; never from the signal handler itself). */
+RAILWIRE_API int railwire_server_reload_tls(railwire_server *srv);
 
 /* Stops accepting, closes every connection and session (each released
  * session is logged and counted as released_server_stopping), deregisters
