@@ -36,6 +36,7 @@
 
 #include <railwire/error.h>
 #include <railwire/export.h>
+#include <railwire/mem.h>
 #include <railwire/types.h>
 
 #ifdef __cplusplus
@@ -163,6 +164,25 @@ RAILWIRE_API const char *railwire_railset_transport(const railwire_railset *rs);
  * owned by the caller and must outlive the registration.  *out is released
  * with railwire_mr_deregister() or by railwire_railset_close(). */
 RAILWIRE_API int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_mr **out);
+/* Registers the memory *mem describes (railwire/mem.h: host memory, CUDA
+ * device memory or a DMA-BUF) on every rail, for use as the local side of
+ * transfers like a railwire_mr_register registration.  railwire reads only
+ * mem->struct_size bytes of *mem and keeps no pointer to it; the caller
+ * keeps the memory (and any dmabuf_fd) and must keep it valid until
+ * railwire_mr_deregister.  CUDA memory loads the CUDA driver on first use
+ * (libcuda.so.1, or $RAILWIRE_CUDA_LIBRARY); host memory never does.
+ * Paths (docs/gpu.md; logged at info and counted per rail in
+ * railwire_rail_stats.regs_*): verbs registers CUDA memory as a DMA-BUF,
+ * else through nvidia-peermem; tcp moves CUDA memory through bounded
+ * pinned host staging buffers (railwire_railset_opts.staging_bytes), the
+ * CPU never touching device memory.  Returns 0 and *out (release with
+ * railwire_mr_deregister), RAILWIRE_E_INVALID (bad descriptor: the log says
+ * which field), RAILWIRE_E_NO_DEVICE (no CUDA driver: the log names what was
+ * looked for), RAILWIRE_E_UNSUPPORTED (the transport cannot carry that
+ * kind, e.g. a DMA-BUF on tcp), or the driver's or transport's error
+ * (logged, naming each attempt and what to check). */
+RAILWIRE_API int railwire_mr_register_mem(railwire_railset *rs, const railwire_mem *mem,
+                                          railwire_mr **out);
 /* Releases a registration; fails with RAILWIRE_E_STATE while a transfer
  * still uses it. */
 RAILWIRE_API int railwire_mr_deregister(railwire_mr *mr);
@@ -276,6 +296,14 @@ typedef struct railwire_rail_stats {
                                railwire_railset_connect opened, then 1, 2, ... per heal */
     int control_up;         /* 1 while that session's control connection is open; its
                                end is logged and the rail keeps working */
+    /* Memory registrations made on this rail, by the path each took
+     * (railwire_mr_register_mem, docs/gpu.md): host memory; CUDA memory or a
+     * DMA-BUF registered by verbs as a DMA-BUF or through nvidia-peermem;
+     * CUDA memory moved by tcp through pinned host staging buffers. */
+    uint64_t regs_host;
+    uint64_t regs_dmabuf;
+    uint64_t regs_peermem;
+    uint64_t regs_staged;
 } railwire_rail_stats;
 
 /* The smallest elem_size railwire_railset_stats() accepts (index and state). */

@@ -21,6 +21,7 @@
 #include <railwire/railset.h>
 
 #include "common/list.h"
+#include "gpu/mem_desc.h"
 #include "transport/transport.h"
 #include "wire/wire.h"
 
@@ -131,6 +132,7 @@ struct railwire_mr {
     railwire_railset *rs;
     void *addr;
     size_t len;
+    struct rw_mem mem;        /* what it covers (kind HOST for railwire_mr_register) */
     unsigned users;           /* unfinished transfers that use it */
     struct rw_mr **per_rail;  /* owned: one per rail (NULL where none) */
     struct rw_mr *staged;     /* healing: the registration on a rail being installed */
@@ -251,6 +253,11 @@ int rw_cond_init_monotonic(pthread_cond_t *c);
 /* --- mr.c --- */
 /* With the lock held (or at close): releases a registration no transfer uses. */
 void rw_mr_release(struct railwire_mr *mr);
+/* Registers m's memory on domain dom for local access: mr_reg for host
+ * memory, the transport's mr_reg_mem for the other kinds (logged with the
+ * kind and the path taken).  Returns 0 and *out, or an error (logged). */
+int rw_mr_reg_dom(railwire_railset *rs, struct rw_domain *dom, const struct railwire_mr *m,
+                  struct rw_mr **out);
 /* With the lock held: closes the domain of a replaced rail, or keeps it
  * until no registration runs without the lock any more. */
 void rw_rail_retire_domain(railwire_railset *rs, struct rw_domain *dom);
