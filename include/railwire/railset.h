@@ -119,6 +119,13 @@ typedef struct railwire_railset_opts {
     uint32_t reserved0;                /* 0 (makes the tail padding a field: a member
                                           appended later starts past every byte an
                                           older caller's struct_size covers) */
+    size_t staging_bytes;              /* CUDA memory on tcp (docs/gpu.md): the most pinned
+                                          host memory the railset holds to stage payloads
+                                          between the device and the sockets, in 1 MiB
+                                          chunks allocated on demand; when every chunk is
+                                          in use, transfers wait for one (back-pressure)
+                                          and nothing more is allocated.  0 = default
+                                          (64 MiB); at least one chunk */
 } railwire_railset_opts;
 
 /* The smallest struct_size accepted: the fields up to and including n_rails

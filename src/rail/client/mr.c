@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/parallel.h"
+#include "gpu/staging.h"
 #include "rail/client/rail_state.h"
 
 /* Registrations at least this big run on every rail in parallel. */
@@ -153,7 +154,12 @@ static void count_paths(railwire_railset *rs, const struct railwire_mr *m)
         switch (r->mem_path) {
         case RW_MEM_PATH_DMABUF: st->regs_dmabuf++; break;
         case RW_MEM_PATH_PEERMEM: st->regs_peermem++; break;
-        case RW_MEM_PATH_STAGED: st->regs_staged++; break;
+        case RW_MEM_PATH_STAGED:
+            st->regs_staged++;
+            /* a staged slice passes through one staging chunk */
+            if (rs->slice_size > RW_STAGE_DEFAULT_CHUNK)
+                rs->slice_size = RW_STAGE_DEFAULT_CHUNK;
+            break;
         default: st->regs_host++; break;
         }
     }
@@ -218,6 +224,25 @@ static int register_on_rails(railwire_railset *rs, const struct rw_mem *mem, rai
     return 0;
 }
 
+/* The railset's staging pool (created on first use, on `device`) into
+ * m->stage_pool: tcp moves CUDA memory through it; chunks are allocated
+ * only when a transfer needs one, so other transports never pin any. */
+static int staging_pool(railwire_railset *rs, int device, struct rw_mem *m)
+{
+    int rc = 0;
+    rs_lock(rs);
+    if (!rs->stage_pool)
+        rc = rw_stage_pool_create(device, rs->staging_bytes, RW_STAGE_DEFAULT_CHUNK,
+                                  &rs->stage_pool);
+    m->stage_pool = rs->stage_pool;
+    rs_unlock(rs);
+    if (rc < 0)
+        rw_err("mr_register_mem: the staging pool (%zu bytes) could not be created: %s",
+               rs->staging_bytes ? rs->staging_bytes : (size_t)RW_STAGE_DEFAULT_BYTES,
+               railwire_strerror(rc));
+    return rc;
+}
+
 int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_mr **out)
 {
     if (!rs || !addr || len == 0 || !out) {
@@ -239,6 +264,11 @@ int railwire_mr_register_mem(railwire_railset *rs, const railwire_mem *mem, rail
     int rc = rw_mem_normalise(mem, &m);
     if (rc < 0)
         return rc;
+    if (m.kind == RAILWIRE_MEM_CUDA) {
+        rc = staging_pool(rs, m.device, &m);
+        if (rc < 0)
+            return rc;
+    }
     rc = register_on_rails(rs, &m, out);
     return rc;
 }

@@ -199,6 +199,8 @@ struct railwire_railset {
     struct rw_list active;    /* transfers submitted, not finished */
     struct rw_list done;      /* transfers finished, not delivered */
     struct rw_list mrs;       /* every live registration (railwire_mr) */
+    size_t staging_bytes;     /* opts.staging_bytes (0: RW_STAGE_DEFAULT_BYTES) */
+    struct rw_stage_pool *stage_pool; /* created by the first CUDA registration */
     /* ops->mr_reg_multi (verbs: in parallel per device, reusing a device's
      * registration), or NULL: mr_reg on each domain. */
     int (*reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
