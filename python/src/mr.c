@@ -26,7 +26,19 @@ PyObject *rwpy_mr_register(rwpy_railset *rs, PyObject *obj)
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rwpy_rslock_acquire(&rs->lock);
-    rc = rs->rs ? railwire_mr_register(rs->rs, addr, len, &mr) : RAILWIRE_E_CLOSED;
+    if (!rs->rs) {
+        rc = RAILWIRE_E_CLOSED;
+    } else if (m->buf.cuda) {
+        /* device memory: registered as such, never read through the host */
+        railwire_mem mem;
+        railwire_mem_init(&mem);
+        mem.kind = RAILWIRE_MEM_CUDA;
+        mem.addr = addr;
+        mem.len = len;
+        rc = railwire_mr_register_mem(rs->rs, &mem, &mr);
+    } else {
+        rc = railwire_mr_register(rs->rs, addr, len, &mr);
+    }
     m->mr = mr;
     rwpy_rslock_release(&rs->lock);
     Py_END_ALLOW_THREADS
