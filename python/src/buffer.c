@@ -178,9 +178,17 @@ int rwpy_buf_acquire(PyObject *obj, int want_write, struct rwpy_buf *b)
     int rc;
 
     memset(b, 0, sizeof(*b));
+    PyObject *cai = NULL;
     if (PyObject_CheckBuffer(obj)) {
         rc = from_buffer_protocol(obj, want_write, b);
+    } else if ((cai = PyObject_GetAttrString(obj, "__cuda_array_interface__")) != NULL) {
+        /* CuPy, Numba, torch CUDA tensors: the same fields as
+         * __array_interface__, naming device memory */
+        rc = from_array_interface(obj, cai, want_write, b);
+        Py_DECREF(cai);
+        b->cuda = 1;
     } else {
+        PyErr_Clear(); /* e.g. a CPU torch tensor refuses __cuda_array_interface__ */
         PyObject *ai = PyObject_GetAttrString(obj, "__array_interface__");
         if (ai) {
             rc = from_array_interface(obj, ai, want_write, b);
@@ -189,7 +197,8 @@ int rwpy_buf_acquire(PyObject *obj, int want_write, struct rwpy_buf *b)
             rc = from_data_ptr(obj, b);
         } else {
             PyErr_Format(PyExc_TypeError, "cannot register a %s: give a contiguous buffer "
-                         "(bytearray, memoryview, mmap, numpy array) or a CPU torch tensor",
+                         "(bytearray, memoryview, mmap, numpy array), a CPU torch tensor, or "
+                         "an object with __cuda_array_interface__ (CuPy, Numba, CUDA torch tensor)",
                          Py_TYPE(obj)->tp_name);
             rc = -1;
         }

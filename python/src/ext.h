@@ -18,6 +18,7 @@ struct rwpy_buf {
     void *addr;
     size_t len;
     int readonly;
+    int cuda;        /* CUDA device memory (__cuda_array_interface__): never read by the CPU */
     int has_view;    /* view holds a buffer export */
     Py_buffer view;
     PyObject *keep;  /* the object, when not held through view */

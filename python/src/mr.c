@@ -29,7 +29,17 @@ PyObject *rwpy_mr_register(rwpy_railset *rs, PyObject *obj)
     int rc = rwpy_rs_enter(rs);
     if (rc == 0) {
         Py_BEGIN_ALLOW_THREADS
-        rc = railwire_mr_register(rs->rs, addr, len, &mr);
+        if (m->buf.cuda) {
+            /* device memory: registered as such, never read through the host */
+            railwire_mem mem;
+            railwire_mem_init(&mem);
+            mem.kind = RAILWIRE_MEM_CUDA;
+            mem.addr = addr;
+            mem.len = len;
+            rc = railwire_mr_register_mem(rs->rs, &mem, &mr);
+        } else {
+            rc = railwire_mr_register(rs->rs, addr, len, &mr);
+        }
         Py_END_ALLOW_THREADS
         rwpy_rs_leave(rs);
     }

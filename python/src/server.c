@@ -132,6 +132,8 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
             if (rwpy_buf_acquire(PySequence_Fast_GET_ITEM(seq, i), 0, &s->bufs[i]) < 0)
                 goto fail;
             s->n_bufs++;
+            if (s->bufs[i].cuda)
+                goto cuda;
             regions[i].addr = s->bufs[i].addr;
             regions[i].len = s->bufs[i].len;
         }
@@ -150,6 +152,8 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
         if (rwpy_buf_acquire(arena, 1, &s->bufs[0]) < 0)
             goto fail;
         s->n_bufs = 1;
+        if (s->bufs[0].cuda)
+            goto cuda;
         o.arena.addr = s->bufs[0].addr;
         o.arena.len = s->bufs[0].len;
     } else {
@@ -188,6 +192,11 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
     Py_XDECREF(keep_t);
     PyMem_Free(regions);
     return (PyObject *)s;
+cuda:
+    /* The C server does not publish CUDA memory yet (docs/gpu.md): refuse
+     * before it could read device memory through the host. */
+    rwpy_raise(RAILWIRE_E_UNSUPPORTED, "Server: publishing CUDA memory (__cuda_array_interface__) "
+               "is not supported yet; publish host memory");
 fail:
     Py_XDECREF(seq);
     Py_XDECREF(keep_a);

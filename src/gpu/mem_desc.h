@@ -30,6 +30,9 @@ struct rw_mem {
     int dmabuf_fd;          /* DMABUF only, else -1 */
     uint64_t dmabuf_offset; /* DMABUF only, else 0 */
     int device;             /* CUDA: the ordinal (resolved); else -1 */
+    /* CUDA: the railset's bounded staging pool (struct rw_stage_pool), set
+     * by the railset for transports that stage (tcp); NULL otherwise. */
+    void *stage_pool;
 };
 
 /* Fills *out with a host descriptor of [addr, addr+len). */

@@ -16,6 +16,7 @@
 #include "tcp/tcp_cli_io.h"
 #include "tcp/tcp_cli_loop.h"
 #include "tcp/tcp_internal.h"
+#include "tcp/tcp_stage.h"
 #include "tcp/tcp_sock.h"
 
 int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, struct rw_ep **out)
@@ -260,6 +261,7 @@ void rw_tcp_cli_ep_destroy(struct rw_tcp_cli_ep *ep)
 
     rw_tcp_cli_ep_kill(ep);
     rw_tcp_cli_loop_detach(ep);
+    rw_tcp_stage_ep_free(ep);
     rw_tcp_tls_close(ep->fd, ep->tls);
     ep->tls = NULL;
     free(ep->rxs.rx);

@@ -217,6 +217,7 @@ struct rw_tcp_cli_ep {
     int need_verdict;               /* the receiver reads the verdict first */
     struct rw_tcp_cli_link link;
     struct rw_tcp_cli_rxs rxs;
+    struct rw_tcp_stage *stage;     /* CUDA staging (tcp_stage.c), NULL until first used */
 
     pthread_mutex_t lock;
     pthread_cond_t cond;            /* signalled when an inline send ends (ep_kill waits) */

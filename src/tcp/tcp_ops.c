@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "tcp/tcp_internal.h"
+#include "tcp/tcp_stage.h"
 
 static int is_server(const struct rw_ep *ep)
 {
@@ -54,6 +55,8 @@ static int tcp_ep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
         rw_err("tcp: ep_post on a server endpoint: the tcp server side is passive");
         return RAILWIRE_E_UNSUPPORTED;
     }
+    if (rw_tcp_stage_any(wrs, n))
+        return rw_tcp_stage_post(cli(ep), wrs, n);
     return rw_tcp_cli_ep_post(cli(ep), wrs, n);
 }
 
@@ -61,7 +64,10 @@ static int tcp_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
 {
     if (is_server(ep))
         return 0;
-    return rw_tcp_cli_ep_poll(cli(ep), wcs, max);
+    int n = rw_tcp_cli_ep_poll(cli(ep), wcs, max);
+    if (n > 0 && cli(ep)->stage)
+        rw_tcp_stage_polled(cli(ep), wcs, n);
+    return n;
 }
 
 static int tcp_ep_wait_fd(struct rw_ep *ep)
@@ -123,4 +129,5 @@ const struct rw_transport_ops rw_tcp_ops = {
     .ep_destroy = tcp_ep_destroy,
     .ep_liveness = tcp_ep_liveness,
     .domain_served = rw_tcp_domain_served,
+    .mr_reg_mem = rw_tcp_mr_reg_mem,
 };

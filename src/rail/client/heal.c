@@ -226,7 +226,7 @@ static int stage_mrs(railwire_railset *rs, unsigned i, struct rw_domain *dom)
     for (m = rw_list_first(&rs->mrs, struct railwire_mr, link); m;
          m = rw_list_next(m, struct railwire_mr, link)) {
         m->staged = NULL;
-        rc = rs->ops->mr_reg(dom, m->addr, m->len, RW_ACCESS_LOCAL, &m->staged);
+        rc = rw_mr_reg_dom(rs, dom, m, &m->staged);
         if (rc < 0) {
             m->staged = NULL;
             rw_warn("heal: rail %u: registering %zu bytes on the new rail failed (%s)", i, m->len,

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/parallel.h"
+#include "gpu/staging.h"
 #include "rail/client/rail_state.h"
 
 /* Registrations at least this big run on every rail in parallel. */
@@ -27,6 +28,24 @@ struct reg_job {
     struct rw_domain **dom;   /* per rail; NULL: the rail was down */
 };
 
+int rw_mr_reg_dom(railwire_railset *rs, struct rw_domain *dom, const struct railwire_mr *m,
+                  struct rw_mr **out)
+{
+    if (m->mem.kind == RAILWIRE_MEM_HOST)
+        return rs->ops->mr_reg(dom, m->addr, m->len, RW_ACCESS_LOCAL, out);
+    if (!rs->ops->mr_reg_mem) {
+        rw_err("mr_register: the %s transport cannot register %s memory; use host memory "
+               "or another transport", rs->ops->name, rw_mem_kind_name((int)m->mem.kind));
+        return RAILWIRE_E_UNSUPPORTED;
+    }
+    int rc = rs->ops->mr_reg_mem(dom, &m->mem, RW_ACCESS_LOCAL, out);
+    if (rc == 0)
+        rw_info("mr_register: %zu bytes of %s memory on %s: path %s", m->len,
+                rw_mem_kind_name((*out)->mem_kind), dom->name,
+                rw_mem_path_name((*out)->mem_path));
+    return rc;
+}
+
 static int reg_one(void *arg, unsigned i)
 {
     struct reg_job *j = arg;
@@ -34,7 +53,7 @@ static int reg_one(void *arg, unsigned i)
     struct railwire_mr *m = j->m;
     if (!j->dom[i])
         return 0; /* a dead rail never carries a slice again; a heal registers it */
-    int rc = rs->ops->mr_reg(j->dom[i], m->addr, m->len, RW_ACCESS_LOCAL, &m->per_rail[i]);
+    int rc = rw_mr_reg_dom(rs, j->dom[i], m, &m->per_rail[i]);
     if (rc < 0) {
         m->per_rail[i] = NULL;
         rw_err("mr_register: registering %zu bytes on rail %u (%s) failed: %s", m->len, i,
@@ -48,7 +67,7 @@ static int reg_all(struct reg_job *j)
 {
     railwire_railset *rs = j->rs;
     struct railwire_mr *m = j->m;
-    if (!rs->reg_multi)
+    if (!rs->reg_multi || m->mem.kind != RAILWIRE_MEM_HOST)
         return rw_parallel_for(rs->n_rails, m->len >= RW_PARALLEL_REG_BYTES, reg_one, j);
     struct rw_domain **doms = calloc(rs->n_rails, sizeof(*doms));
     struct rw_mr **got = calloc(rs->n_rails, sizeof(*got));
@@ -89,7 +108,7 @@ static int reg_fixup(struct reg_job *j)
         if (m->per_rail[i])
             rs->ops->mr_dereg(m->per_rail[i]);
         m->per_rail[i] = NULL;
-        int rc = rs->ops->mr_reg(r->dom, m->addr, m->len, RW_ACCESS_LOCAL, &m->per_rail[i]);
+        int rc = rw_mr_reg_dom(rs, r->dom, m, &m->per_rail[i]);
         if (rc < 0) {
             m->per_rail[i] = NULL;
             rw_err("mr_register: registering %zu bytes on healed rail %u (%s) failed: %s",
@@ -124,12 +143,33 @@ static void close_graveyard(railwire_railset *rs)
         }
 }
 
-int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_mr **out)
+/* With the lock held: counts m's registrations in the rails' stats. */
+static void count_paths(railwire_railset *rs, const struct railwire_mr *m)
 {
-    if (!rs || !addr || len == 0 || !out) {
-        rw_err("mr_register: NULL railset/address/out or zero length");
-        return RAILWIRE_E_INVALID;
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        const struct rw_mr *r = m->per_rail[i];
+        railwire_rail_stats *st = &rs->rails[i].stats;
+        if (!r)
+            continue;
+        switch (r->mem_path) {
+        case RW_MEM_PATH_DMABUF: st->regs_dmabuf++; break;
+        case RW_MEM_PATH_PEERMEM: st->regs_peermem++; break;
+        case RW_MEM_PATH_STAGED:
+            st->regs_staged++;
+            /* a staged slice passes through one staging chunk */
+            if (rs->slice_size > RW_STAGE_DEFAULT_CHUNK)
+                rs->slice_size = RW_STAGE_DEFAULT_CHUNK;
+            break;
+        default: st->regs_host++; break;
+        }
     }
+}
+
+/* Registers the checked memory *mem on every live rail. */
+static int register_on_rails(railwire_railset *rs, const struct rw_mem *mem, railwire_mr **out)
+{
+    void *addr = mem->addr;
+    size_t len = mem->len;
     struct railwire_mr *m = calloc(1, sizeof(*m));
     struct reg_job *j = calloc(1, sizeof(*j));
     if (m)
@@ -149,6 +189,7 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
     m->rs = rs;
     m->addr = addr;
     m->len = len;
+    m->mem = *mem;
     j->rs = rs;
     j->m = m;
     /* Registration may be slow (verbs pins the pages): it runs without the
@@ -167,6 +208,7 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
         dereg_all(rs, m);
     } else {
         rw_list_push_head(&rs->mrs, &m->link);
+        count_paths(rs, m);
     }
     if (--rs->regs_busy == 0)
         close_graveyard(rs);
@@ -180,6 +222,55 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
     }
     *out = m;
     return 0;
+}
+
+/* The railset's staging pool (created on first use, on `device`) into
+ * m->stage_pool: tcp moves CUDA memory through it; chunks are allocated
+ * only when a transfer needs one, so other transports never pin any. */
+static int staging_pool(railwire_railset *rs, int device, struct rw_mem *m)
+{
+    int rc = 0;
+    rs_lock(rs);
+    if (!rs->stage_pool)
+        rc = rw_stage_pool_create(device, rs->staging_bytes, RW_STAGE_DEFAULT_CHUNK,
+                                  &rs->stage_pool);
+    m->stage_pool = rs->stage_pool;
+    rs_unlock(rs);
+    if (rc < 0)
+        rw_err("mr_register_mem: the staging pool (%zu bytes) could not be created: %s",
+               rs->staging_bytes ? rs->staging_bytes : (size_t)RW_STAGE_DEFAULT_BYTES,
+               railwire_strerror(rc));
+    return rc;
+}
+
+int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_mr **out)
+{
+    if (!rs || !addr || len == 0 || !out) {
+        rw_err("mr_register: NULL railset/address/out or zero length");
+        return RAILWIRE_E_INVALID;
+    }
+    struct rw_mem mem;
+    rw_mem_host(&mem, addr, len);
+    return register_on_rails(rs, &mem, out);
+}
+
+int railwire_mr_register_mem(railwire_railset *rs, const railwire_mem *mem, railwire_mr **out)
+{
+    if (!rs || !mem || !out) {
+        rw_err("mr_register_mem: NULL railset/descriptor/out");
+        return RAILWIRE_E_INVALID;
+    }
+    struct rw_mem m;
+    int rc = rw_mem_normalise(mem, &m);
+    if (rc < 0)
+        return rc;
+    if (m.kind == RAILWIRE_MEM_CUDA) {
+        rc = staging_pool(rs, m.device, &m);
+        if (rc < 0)
+            return rc;
+    }
+    rc = register_on_rails(rs, &m, out);
+    return rc;
 }
 
 /* With the lock held: releases mr (no transfer may use it). */

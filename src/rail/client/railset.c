@@ -11,6 +11,7 @@
 #include "common/busy_poll.h"
 #include "common/log.h"
 #include "common/struct_abi.h"
+#include "gpu/staging.h"
 #include "common/time.h"
 #include "rail/client/heal.h"
 #include "rail/client/rail_state.h"
@@ -131,6 +132,7 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->spin_idle_gen = UINT64_MAX;
     rs->max_tries = o->max_slice_tries; /* rw_heal_enable sets the healing default */
     rs->next_handle = 1;
+    rs->staging_bytes = o->staging_bytes;
     size_t slice = o->slice_size ? o->slice_size : RW_DEFAULT_SLICE_SIZE;
     rs->slice_size = slice > UINT32_MAX ? UINT32_MAX : slice;
     struct rw_rsess *s0 = rw_rsess_add(rs, -1);
@@ -190,6 +192,8 @@ void railwire_railset_close(railwire_railset *rs)
     rw_rsfd_free(rs); /* the railset fd (railset_fd.c) */
     while (rs->mrs.head)
         rw_mr_release(rw_list_entry(rs->mrs.head, struct railwire_mr, link));
+    rw_stage_pool_destroy(rs->stage_pool);
+    rs->stage_pool = NULL;
     for (unsigned i = 0; i < rs->n_rails; i++) {
         if (rs->rails[i].dom)
             rs->ops->domain_close(rs->rails[i].dom);

@@ -21,6 +21,7 @@
 #include <railwire/railset.h>
 
 #include "common/list.h"
+#include "gpu/mem_desc.h"
 #include "transport/transport.h"
 #include "wire/wire.h"
 
@@ -136,6 +137,7 @@ struct railwire_mr {
     railwire_railset *rs;
     void *addr;
     size_t len;
+    struct rw_mem mem;        /* what it covers (kind HOST for railwire_mr_register) */
     unsigned users;           /* unfinished transfers that use it */
     struct rw_mr **per_rail;  /* owned: one per rail (NULL where none) */
     struct rw_mr *staged;     /* healing: the registration on a rail being installed */
@@ -213,6 +215,8 @@ struct railwire_railset {
     size_t n_reserved_done;   /* of those, finished */
     size_t n_deadline;        /* active transfers with a deadline (an upper bound) */
     int64_t xd_next_ms;       /* earliest deadline among them (may be early) */
+    size_t staging_bytes;     /* opts.staging_bytes (0: RW_STAGE_DEFAULT_BYTES) */
+    struct rw_stage_pool *stage_pool; /* created by the first CUDA registration */
     /* ops->mr_reg_multi (verbs: in parallel per device, reusing a device's
      * registration), or NULL: mr_reg on each domain. */
     int (*reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,
@@ -267,6 +271,11 @@ int rw_cond_init_monotonic(pthread_cond_t *c);
 /* --- mr.c --- */
 /* With the lock held (or at close): releases a registration no transfer uses. */
 void rw_mr_release(struct railwire_mr *mr);
+/* Registers m's memory on domain dom for local access: mr_reg for host
+ * memory, the transport's mr_reg_mem for the other kinds (logged with the
+ * kind and the path taken).  Returns 0 and *out, or an error (logged). */
+int rw_mr_reg_dom(railwire_railset *rs, struct rw_domain *dom, const struct railwire_mr *m,
+                  struct rw_mr **out);
 /* With the lock held: closes the domain of a replaced rail, or keeps it
  * until no registration runs without the lock any more. */
 void rw_rail_retire_domain(railwire_railset *rs, struct rw_domain *dom);
