@@ -7,6 +7,7 @@
 #include <railwire/error.h>
 #include <railwire/export.h>
 #include <railwire/log.h>
+#include <railwire/mem.h>
 #include <railwire/railset.h>
 #include <railwire/server.h>
 #include <railwire/tls.h>

@@ -37,6 +37,7 @@
 #include <railwire/error.h>
 #include <railwire/export.h>
 #include <railwire/tls.h>
+#include <railwire/mem.h>
 #include <railwire/types.h>
 
 #ifdef __cplusplus
@@ -124,6 +125,13 @@ typedef struct railwire_railset_opts {
      * built at connect and used for every rail and every heal (each
      * authenticates in full).  Borrowed for railwire_railset_connect() only. */
     const struct railwire_tls_opts *tls;
+    size_t staging_bytes;              /* CUDA memory on tcp (docs/gpu.md): the most pinned
+                                          host memory the railset holds to stage payloads
+                                          between the device and the sockets, in 1 MiB
+                                          chunks allocated on demand; when every chunk is
+                                          in use, transfers wait for one (back-pressure)
+                                          and nothing more is allocated.  0 = default
+                                          (64 MiB); at least one chunk */
 } railwire_railset_opts;
 
 /* The smallest struct_size accepted: the fields up to and including n_rails
@@ -169,6 +177,25 @@ RAILWIRE_API const char *railwire_railset_transport(const railwire_railset *rs);
  * owned by the caller and must outlive the registration.  *out is released
  * with railwire_mr_deregister() or by railwire_railset_close(). */
 RAILWIRE_API int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_mr **out);
+/* Registers the memory *mem describes (railwire/mem.h: host memory, CUDA
+ * device memory or a DMA-BUF) on every rail, for use as the local side of
+ * transfers like a railwire_mr_register registration.  railwire reads only
+ * mem->struct_size bytes of *mem and keeps no pointer to it; the caller
+ * keeps the memory (and any dmabuf_fd) and must keep it valid until
+ * railwire_mr_deregister.  CUDA memory loads the CUDA driver on first use
+ * (libcuda.so.1, or $RAILWIRE_CUDA_LIBRARY); host memory never does.
+ * Paths (docs/gpu.md; logged at info and counted per rail in
+ * railwire_rail_stats.regs_*): verbs registers CUDA memory as a DMA-BUF,
+ * else through nvidia-peermem; tcp moves CUDA memory through bounded
+ * pinned host staging buffers (railwire_railset_opts.staging_bytes), the
+ * CPU never touching device memory.  Returns 0 and *out (release with
+ * railwire_mr_deregister), RAILWIRE_E_INVALID (bad descriptor: the log says
+ * which field), RAILWIRE_E_NO_DEVICE (no CUDA driver: the log names what was
+ * looked for), RAILWIRE_E_UNSUPPORTED (the transport cannot carry that
+ * kind, e.g. a DMA-BUF on tcp), or the driver's or transport's error
+ * (logged, naming each attempt and what to check). */
+RAILWIRE_API int railwire_mr_register_mem(railwire_railset *rs, const railwire_mem *mem,
+                                          railwire_mr **out);
 /* Releases a registration; fails with RAILWIRE_E_STATE while a transfer
  * still uses it. */
 RAILWIRE_API int railwire_mr_deregister(railwire_mr *mr);
@@ -371,6 +398,14 @@ typedef struct railwire_rail_stats {
                                runs TLS) */
     uint32_t tls_ktls;      /* with tls: RAILWIRE_KTLS_SEND | RAILWIRE_KTLS_RECV, the
                                directions the kernel holds (0: none) */
+    /* Memory registrations made on this rail, by the path each took
+     * (railwire_mr_register_mem, docs/gpu.md): host memory; CUDA memory or a
+     * DMA-BUF registered by verbs as a DMA-BUF or through nvidia-peermem;
+     * CUDA memory moved by tcp through pinned host staging buffers. */
+    uint64_t regs_host;
+    uint64_t regs_dmabuf;
+    uint64_t regs_peermem;
+    uint64_t regs_staged;
 } railwire_rail_stats;
 
 /* railwire_rail_stats.tls */
