@@ -81,6 +81,13 @@ step "suite verbs_transport (RAILWIRE_VERBS_POST_THREAD=0)" env RAILWIRE_VERBS_P
 # the transport suite above lets railwire choose (the ranking path).
 step "suite verbs_railset" env RAILWIRE_TEST_GID_INDEX="$G" "$tdir/verbs_railset" --jobs 1 \
   --verbose=1 --xml="$out/verbs_railset.xml"
+# GPU memory on verbs: DMA-BUF (udmabuf where the kernel has it), rxe's
+# refusal of DMA-BUF with a clear error, and the fallback, over the stand-in
+# CUDA driver.
+if [ -x "$tdir/verbs_mem" ] && [ -f "$tdir/librailwire_cuda_standin.so" ]; then
+  step "suite verbs_mem" env RAILWIRE_TEST_STANDIN="$tdir/librailwire_cuda_standin.so" \
+    "$tdir/verbs_mem" --jobs 1 --verbose=1 --xml="$out/verbs_mem.xml"
+fi
 
 # ------------------------------------------- serve + bench, two processes
 port=7400

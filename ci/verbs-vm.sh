@@ -42,6 +42,12 @@ mkdir -p "$stage/tools/railwire" "$stage/tests/verbs"
 cp "$build/tools/railwire/railwire" "$stage/tools/railwire/"
 cp "$build"/tests/verbs/verbs_transport "$build"/tests/verbs/verbs_railset \
    "$build"/tests/verbs/verbs_linkdown "$stage/tests/verbs/"
+# GPU memory on verbs (issue 17): the suite and the stand-in CUDA driver it
+# loads (tests/gpu/cuda_standin.c), when this build has them.
+if [ -x "$build/tests/verbs/verbs_mem" ]; then
+  cp "$build/tests/verbs/verbs_mem" "$stage/tests/verbs/"
+  cp "$build"/tests/gpu/librailwire_cuda_standin.so "$stage/tests/verbs/" 2>/dev/null || true
+fi
 
 export RXEVM_CACHE=${RXEVM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/railwire-rxe-vm}
 export RXEVM_ACCEL=${RXEVM_ACCEL:-tcg}
