@@ -77,27 +77,10 @@ static inline size_t rw_tcp_rx_avail(const struct rw_tcp_rx *rx)
     return rx->len - rx->off;
 }
 
-/* Makes n (<= RW_TCP_RX_STAGE) bytes available at rx->buf + rx->off (not
- * consumed), asking each recv for up to `want` bytes (clamped to
- * [n, RW_TCP_RX_STAGE]: what the caller expects to be small frames).
- * With spin_ns > 0, once the socket has nothing it keeps polling
- * (non-blocking recv, yielding between tries) for that long before it
- * blocks (common/busy_poll.h).  Returns 0, RAILWIRE_E_CLOSED (clean EOF with nothing staged),
- * RAILWIRE_E_IO (error, or EOF inside a frame), RAILWIRE_E_TIMEOUT (no byte
- * for SO_RCVTIMEO; what is staged stays staged, the call may be retried). */
-int rw_tcp_rx_need(struct rw_tcp_rx *rx, size_t n, size_t want, uint64_t spin_ns);
-
 /* Consumes n staged bytes (n <= rw_tcp_rx_avail). */
 static inline void rw_tcp_rx_consume(struct rw_tcp_rx *rx, size_t n)
 {
     rx->off += n;
 }
-
-/* Reads exactly n bytes into dst: staged bytes first, then straight from the
- * socket.  Returns 0, RAILWIRE_E_IO (error or EOF), RAILWIRE_E_TIMEOUT. */
-int rw_tcp_rx_read(struct rw_tcp_rx *rx, void *dst, size_t n);
-
-/* Reads and discards exactly n bytes.  Same returns as rw_tcp_rx_read. */
-int rw_tcp_rx_skip(struct rw_tcp_rx *rx, size_t n);
 
 #endif
