@@ -208,26 +208,40 @@ void rw_srv_peers_free(struct railwire_server *srv);
  * (evicting the oldest when full), then starts its handshake.  Owns fd. */
 void rw_srv_admit(struct railwire_server *srv, int fd, const struct sockaddr_storage *ss);
 
-/* ---- server_session.c */
+/* ---- server_handshake.c */
 /* A new connection in the pool: starts its handshake and runs it as far as
  * the bytes already received allow. */
 void rw_conn_start(struct rw_conn *c);
-/* epoll reported `events` on conn's fd. */
-void rw_conn_event(struct rw_conn *c, unsigned events);
+/* Runs a HANDSHAKE connection's handshake as far as the socket allows
+ * without waiting (TLS first when the listener runs it). */
+void rw_conn_hs_progress(struct rw_conn *c);
 /* A handshake step's deadline passed (HANDSHAKE) or the drain's (CLOSING). */
 void rw_conn_expired(struct rw_conn *c, int64_t now);
-/* Periodic check of a session (SESSION or LINGER): attach deadline, rails,
- * linger. */
-void rw_conn_tick(struct rw_conn *c, int64_t now);
 /* Closes a connection still in the handshake (evicted, server stopping). */
 void rw_conn_drop(struct rw_conn *c);
-/* Releases a session for `reason` (a railwire_server_stats field offset)
- * and logs `why`. */
-void rw_conn_release(struct rw_conn *c, size_t reason, const char *why);
 /* Shuts the write side and drains the connection for a while so the client
  * reads a clean end of stream (peer-rejected), never a reset; closes at
  * once when too many are draining already. */
 void rw_conn_reject_close(struct rw_conn *c);
+
+/* ---- server_session.c */
+/* epoll reported `events` on conn's fd. */
+void rw_conn_event(struct rw_conn *c, unsigned events);
+/* Periodic check of a session (SESSION or LINGER): attach deadline, rails,
+ * linger. */
+void rw_conn_tick(struct rw_conn *c, int64_t now);
+/* Releases a session for `reason` (a railwire_server_stats field offset)
+ * and logs `why`. */
+void rw_conn_release(struct rw_conn *c, size_t reason, const char *why);
+/* Stops watching and closes conn's fd (nothing when closed already). */
+void rw_conn_close_fd(struct rw_conn *c);
+/* Reads and drops what is readable now on fd, so a close does not turn
+ * into a reset.  Returns 1 at end of stream or on an error, 0 otherwise. */
+int rw_conn_drain(int fd);
+/* Destroys conn's eps and frees their array (nothing when none). */
+void rw_conn_destroy_eps(struct rw_conn *c);
+/* Gives back conn's slot (max_clients, per-peer count), if it holds one. */
+void rw_conn_give_slot(struct rw_conn *c);
 
 /* ---- server_tls.c */
 /* Builds the TLS credentials, allow list, handshake gate and lockout table

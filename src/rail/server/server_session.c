@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* One control connection on the server's event loop: the handshake state
- * machine of wire/handshake.h over a non-blocking socket (each step with
- * its deadline), then the session: the control connection as one liveness
- * signal, the rails as the other, the attach deadline and the linger. */
+/* One session on the server's event loop, after its handshake
+ * (server_handshake.c): the control connection as one liveness signal, the
+ * rails as the other, the attach deadline, the linger and the release; and
+ * the helpers both halves use to let go of a connection. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,15 +15,9 @@
 #include "rail/server/server_internal.h"
 #include "common/sock.h"
 
-#define RW_WATCH_IN (EPOLLIN | EPOLLRDHUP)
 #define RW_DRAIN_READS 16 /* reads per wakeup of bytes nobody expects */
 
-static const char *const step_what[3] = {"its request byte", "its rail ids (after the params)",
-                                         "the ack"};
-static const char *const step_late[3] = {"sent no request byte", "did not send its rail ids",
-                                         "did not take the ack"};
-
-static void close_fd(struct rw_conn *c)
+void rw_conn_close_fd(struct rw_conn *c)
 {
     if (c->fd < 0)
         return;
@@ -34,7 +28,7 @@ static void close_fd(struct rw_conn *c)
 
 /* Reads and drops what is readable now, so a close does not turn into a
  * reset.  Returns 1 at end of stream or on an error, 0 otherwise. */
-static int drain(int fd)
+int rw_conn_drain(int fd)
 {
     uint8_t junk[4096];
     for (int i = 0; i < RW_DRAIN_READS; i++) {
@@ -48,7 +42,7 @@ static int drain(int fd)
     return 0;
 }
 
-static void destroy_eps(struct rw_conn *c)
+void rw_conn_destroy_eps(struct rw_conn *c)
 {
     if (!c->eps)
         return;
@@ -67,7 +61,7 @@ static unsigned eps_left(const struct rw_conn *c)
     return n;
 }
 
-static void give_slot(struct rw_conn *c)
+void rw_conn_give_slot(struct rw_conn *c)
 {
     struct railwire_server *srv = c->srv;
     if (!c->slot)
@@ -76,376 +70,6 @@ static void give_slot(struct rw_conn *c)
     srv->slots_held--;
     c->peer->sessions--;
     rw_srv_count(srv, RW_ST(slots_held), -1);
-}
-
-/* Leaves the pending pool (the handshake ended one way or another). */
-static void leave_pool(struct rw_conn *c)
-{
-    if (c->phase != RW_CONN_HANDSHAKE)
-        return;
-    rw_conn_tls_leave_gate(c);
-    c->peer->pending--;
-    rw_srv_count(c->srv, RW_ST(pending), -1);
-}
-
-/* The handshake ended without a session: frees what it held. */
-static void end_handshake(struct rw_conn *c)
-{
-    destroy_eps(c);
-    give_slot(c);
-    leave_pool(c);
-    struct rw_srv_peer *p = c->peer;
-    c->peer = NULL;
-    rw_srv_peer_put(c->srv, p);
-}
-
-void rw_conn_reject_close(struct rw_conn *c)
-{
-    struct railwire_server *srv = c->srv;
-    if (c->phase == RW_CONN_HANDSHAKE)
-        end_handshake(c);
-    rw_conn_tls_close_notify(c);
-    int done = drain(c->fd);
-    shutdown(c->fd, SHUT_WR);
-    if (done || srv->closing.count >= RW_SERVER_MAX_REJECTING) {
-        close_fd(c);
-        rw_conn_set_phase(c, RW_CONN_DEAD);
-        return;
-    }
-    c->deadline_ms = rw_now_ms() + RW_REJECT_LINGER_MS;
-    rw_conn_set_phase(c, RW_CONN_CLOSING);
-    if (rw_srv_watch(c, RW_WATCH_IN) < 0) {
-        close_fd(c);
-        rw_conn_set_phase(c, RW_CONN_DEAD);
-    }
-}
-
-void rw_conn_drop(struct rw_conn *c)
-{
-    end_handshake(c);
-    close_fd(c);
-    rw_conn_set_phase(c, RW_CONN_DEAD);
-}
-
-/* A failed handshake: counted, logged (rate-limited) and closed. */
-static void hs_failed(struct rw_conn *c, const char *what)
-{
-    rw_srv_count(c->srv, RW_ST(handshake_failures), 1);
-    rw_warn_rl("server: client %s: handshake failed (%s); closing", c->name, what);
-    rw_conn_drop(c);
-}
-
-/* Returns NULL when the request is acceptable, else the reason. */
-static const char *check_rails(const struct railwire_server *srv, unsigned n, char *buf,
-                               size_t cap)
-{
-    if (n == 0)
-        return "it asked for 0 rails";
-    if (srv->dialect == RAILWIRE_DIALECT_RO && n > RW_MAX_RO_RAILS) {
-        snprintf(buf, cap, "it asked for %u rails; the RO dialect allows at most %d", n,
-                 RW_MAX_RO_RAILS);
-        return buf;
-    }
-    if (n > srv->max_rails) {
-        snprintf(buf, cap, "it asked for %u rails; the cap is %u rails per client (max_rails)",
-                 n, srv->max_rails);
-        return buf;
-    }
-    return NULL;
-}
-
-static int create_eps(struct rw_conn *c)
-{
-    struct railwire_server *srv = c->srv;
-    c->eps = calloc(c->n, sizeof(*c->eps));
-    if (!c->eps)
-        return RAILWIRE_E_NOMEM;
-    for (unsigned i = 0; i < c->n; i++) {
-        struct rw_srv_domain *d = &srv->doms[i % srv->n_doms];
-        unsigned depth = d->dom->max_qp_wr ? d->dom->max_qp_wr : 64;
-        if (depth > 256)
-            depth = 256;
-        struct rw_ep_cfg cfg = {.depth = depth, .exposed = d->mrs, .n_exposed = d->n,
-                                .advertise = &c->local,
-                                /* the session's rails share one slice of the
-                                 * tcp queue budget */
-                                .same_session = i ? c->eps[0] : NULL};
-        int rc = srv->ops->ep_create(d->dom, &cfg, &c->eps[i]);
-        if (rc < 0) {
-            c->eps[i] = NULL;
-            rw_err_rl("server: client %s: cannot create rail %u on %s (%s)", c->name, i,
-                      d->dom->name, railwire_error_class(rc));
-            return rc;
-        }
-    }
-    return 0;
-}
-
-static int give_params(struct rw_conn *c)
-{
-    struct railwire_server *srv = c->srv;
-    int rc;
-    if (srv->dialect == RAILWIRE_DIALECT_RO) {
-        struct rw_ro_params *p = calloc(c->n, sizeof(*p));
-        if (!p)
-            return RAILWIRE_E_NOMEM;
-        for (unsigned i = 0; i < c->n; i++) {
-            struct rw_srv_domain *d = &srv->doms[i % srv->n_doms];
-            p[i].qp = c->eps[i]->local;
-            p[i].n_layers = d->n;
-            p[i].layers = d->descs;
-        }
-        rc = rw_hs_server_set_ro_params(&c->hs, p, c->n);
-        free(p);
-    } else {
-        struct rw_rw_params *p = calloc(c->n, sizeof(*p));
-        if (!p)
-            return RAILWIRE_E_NOMEM;
-        for (unsigned i = 0; i < c->n; i++) {
-            p[i].qp = c->eps[i]->local;
-            p[i].arena = srv->doms[i % srv->n_doms].descs[0];
-        }
-        rc = rw_hs_server_set_rw_params(&c->hs, p, c->n);
-        free(p);
-    }
-    if (rc < 0)
-        rw_err_rl("server: client %s: cannot encode the params (%s)", c->name,
-                  railwire_error_class(rc));
-    return rc;
-}
-
-/* Sessions whose handshake completed and that are not released (the loop
- * thread is the only writer of the count). */
-static unsigned sessions_complete(const struct railwire_server *srv)
-{
-    return (unsigned)srv->st.sessions_live;
-}
-
-/* c's peer is at max_sessions_per_peer: releases that peer's oldest
- * lingering session (control connection ended, rails kept for a while), if
- * it has one, so a client that reconnects is not refused for sessions it
- * has left.  On verbs a lingering session cannot tell whether its rails are
- * still used, so without this a client that closes and reopens quickly was
- * refused for the whole linger.  Sessions whose control connection is open
- * are never displaced. */
-static void displace_lingering(struct rw_conn *c)
-{
-    struct railwire_server *srv = c->srv;
-    struct rw_conn *old = NULL;
-    rw_list_for_each(s, &srv->sessions, struct rw_conn, link)
-        if (s->phase == RW_CONN_LINGER && s->peer == c->peer &&
-            (!old || s->control_end_ms < old->control_end_ms))
-            old = s;
-    if (old)
-        rw_conn_release(old, RW_ST(released_displaced),
-                        "its control connection had ended and a new session from the same "
-                        "address needs its place (max_sessions_per_peer)");
-}
-
-/* The request byte arrived (NEED_PARAMS): caps, then a slot and the rails,
- * or a rejection. */
-static void on_request(struct rw_conn *c)
-{
-    struct railwire_server *srv = c->srv;
-    char buf[160];
-    c->n = c->hs.n_rails;
-    const char *why = check_rails(srv, c->n, buf, sizeof(buf));
-    size_t counter = RW_ST(rejected_rails);
-    if (!why && srv->max_per_peer && c->peer->sessions >= srv->max_per_peer)
-        displace_lingering(c);
-    if (!why && srv->max_per_peer && c->peer->sessions >= srv->max_per_peer) {
-        snprintf(buf, sizeof(buf), "%u sessions from this address already "
-                 "(max_sessions_per_peer)", c->peer->sessions);
-        why = buf;
-        counter = RW_ST(rejected_per_peer);
-    }
-    /* Only complete handshakes count against max_clients (on_ids checks
-     * again): connections that stall in their handshake cannot take the
-     * sessions' places; the pending pool and the per-peer cap bound them. */
-    if (!why && sessions_complete(srv) >= srv->max_clients) {
-        snprintf(buf, sizeof(buf), "%u sessions already (max_clients)", sessions_complete(srv));
-        why = buf;
-        counter = RW_ST(rejected_max_clients);
-    }
-    if (!why) {
-        c->slot = 1;
-        srv->slots_held++;
-        c->peer->sessions++;
-        rw_srv_count(srv, RW_ST(slots_held), 1);
-        int rc = create_eps(c);
-        if (rc == 0)
-            rc = give_params(c);
-        if (rc < 0) {
-            snprintf(buf, sizeof(buf), "cannot set up its %u rail(s) (%s)", c->n,
-                     railwire_error_class(rc));
-            why = buf;
-            counter = RW_ST(rejected_setup);
-        }
-    }
-    if (why) {
-        rw_warn_rl("server: rejecting client %s: %s", c->name, why);
-        rw_srv_count(srv, counter, 1);
-        if (c->hs.state == RW_HS_NEED_PARAMS)
-            rw_hs_server_reject(&c->hs);
-        rw_conn_reject_close(c);
-        return;
-    }
-    c->step = 1;
-    c->deadline_ms = rw_now_ms() + srv->io_timeout_ms;
-}
-
-/* The client's ids arrived (NEED_DECISION): every rail expects its
- * connection, then the ack.  The ack never waits for the rails. */
-static int on_ids(struct rw_conn *c)
-{
-    struct railwire_server *srv = c->srv;
-    int accept = 1;
-    if (sessions_complete(srv) >= srv->max_clients) {
-        /* others completed while this one ran its handshake */
-        rw_warn_rl("server: refusing client %s: %u sessions already (max_clients)", c->name,
-                   sessions_complete(srv));
-        rw_srv_count(srv, RW_ST(rejected_max_clients), 1);
-        accept = 0;
-    }
-    for (unsigned i = 0; i < c->n && accept; i++) {
-        int rc = srv->ops->ep_connect(c->eps[i], &c->hs.ids[i], 0);
-        if (rc < 0) {
-            rw_warn_rl("server: refusing client %s: rail %u did not connect (%s); check the "
-                       "client's log and the rail addresses", c->name, i,
-                       railwire_error_class(rc));
-            accept = 0;
-        }
-    }
-    rw_hs_server_decide(&c->hs, accept);
-    c->step = 2;
-    c->deadline_ms = rw_now_ms() + srv->io_timeout_ms;
-    return accept;
-}
-
-static void become_session(struct rw_conn *c)
-{
-    struct railwire_server *srv = c->srv;
-    leave_pool(c);
-    rw_hs_server_fini(&c->hs);
-    c->hs_live = 0;
-    c->acked_ms = rw_now_ms();
-    rw_conn_set_phase(c, RW_CONN_SESSION);
-    pthread_mutex_lock(&srv->stats_lock);
-    srv->st.sessions_live++;
-    srv->st.sessions_opened++;
-    srv->st.rails_live += c->n;
-    pthread_mutex_unlock(&srv->stats_lock);
-    rw_info_rl("server: client %s: %u %s rail(s) up", c->name, c->n, srv->ops->name);
-    if (rw_srv_watch(c, RW_WATCH_IN) < 0)
-        rw_conn_release(c, RW_ST(released_control_ended), "its control connection cannot be "
-                        "watched (epoll_ctl failed)");
-}
-
-/* Runs the handshake as far as the socket allows without waiting: TLS
- * first when the listener runs it, then WIRE.md's bytes (inside TLS). */
-static void progress(struct rw_conn *c)
-{
-    char what[300];
-    if (c->tls_state != RW_CTLS_NONE && rw_conn_tls_progress(c) != 1)
-        return;
-    while (c->phase == RW_CONN_HANDSHAKE) {
-        const uint8_t *p;
-        uint8_t buf[4096];
-        size_t n;
-        ssize_t k;
-        switch (c->hs.state) {
-        case RW_HS_SEND:
-            n = rw_hs_server_pending(&c->hs, &p);
-            k = rw_conn_send(c, p, n, what, sizeof(what));
-            if (k > 0) {
-                rw_hs_server_sent(&c->hs, (size_t)k);
-            } else if (k == RW_CONN_WANT_WRITE || k == RW_CONN_WANT_READ) {
-                if (rw_srv_watch(c, RW_WATCH_IN | (k == RW_CONN_WANT_WRITE ? EPOLLOUT : 0)) < 0)
-                    hs_failed(c, "epoll_ctl failed");
-                return;
-            } else {
-                hs_failed(c, what);
-                return;
-            }
-            break;
-        case RW_HS_RECV:
-            /* Exactly what the message still needs: never a byte past it. */
-            n = rw_hs_server_need(&c->hs);
-            n = n == 0 ? 1 : n > sizeof(buf) ? sizeof(buf) : n;
-            if (rw_conn_plain_sniff(c))
-                return;
-            k = rw_conn_recv(c, buf, n, what, sizeof(what));
-            if (k > 0) {
-                ssize_t used = rw_hs_server_feed(&c->hs, buf, (size_t)k);
-                if (used < 0) {
-                    snprintf(what, sizeof(what), "%s", railwire_error_class((int)used));
-                    hs_failed(c, what);
-                    return;
-                }
-            } else if (k == 0) {
-                int e = rw_hs_server_eof(&c->hs);
-                snprintf(what, sizeof(what), "it closed the connection before %s: %s",
-                         step_what[c->step], railwire_error_class(e));
-                hs_failed(c, what);
-                return;
-            } else if (k == RW_CONN_WANT_READ || k == RW_CONN_WANT_WRITE) {
-                if (rw_srv_watch(c, RW_WATCH_IN | (k == RW_CONN_WANT_WRITE ? EPOLLOUT : 0)) < 0)
-                    hs_failed(c, "epoll_ctl failed");
-                return;
-            } else {
-                hs_failed(c, what);
-                return;
-            }
-            break;
-        case RW_HS_NEED_PARAMS:
-            on_request(c);
-            break;
-        case RW_HS_NEED_DECISION:
-            c->refused = !on_ids(c);
-            break;
-        case RW_HS_DONE:
-            if (c->refused || c->step != 2) {
-                hs_failed(c, "a rail could not be connected");
-                return;
-            }
-            become_session(c);
-            return;
-        case RW_HS_REJECTED:
-            rw_conn_reject_close(c);
-            return;
-        default:
-            snprintf(what, sizeof(what), "%s", railwire_error_class(c->hs.error));
-            hs_failed(c, what);
-            return;
-        }
-    }
-}
-
-void rw_conn_start(struct rw_conn *c)
-{
-    struct railwire_server *srv = c->srv;
-    socklen_t sl = sizeof(c->local);
-    if (getsockname(c->fd, (struct sockaddr *)&c->local, &sl) < 0)
-        memset(&c->local, 0, sizeof(c->local));
-    /* The control connection is the session's liveness signal: a client
-     * that vanishes without a FIN must still end its session. */
-    rw_sock_keepalive(c->fd, srv->io_timeout_ms);
-    c->born_ms = rw_now_ms();
-    c->deadline_ms = c->born_ms + srv->first_byte_ms;
-    c->step = 0;
-    if (rw_hs_server_init(&c->hs, srv->dialect) < 0) {
-        hs_failed(c, "cannot start the handshake");
-        return;
-    }
-    c->hs_live = 1;
-    rw_info_rl("server: client %s connected", c->name);
-    if (rw_srv_watch(c, RW_WATCH_IN) < 0) {
-        hs_failed(c, "epoll_ctl failed");
-        return;
-    }
-    if (rw_conn_tls_start(c) != 1)
-        return; /* TLS runs first (or waits for a place), or it was dropped */
-    progress(c); /* the request byte is often there already */
 }
 
 /* Counts the rails that may still carry traffic: attached and serving, of
@@ -468,7 +92,7 @@ static unsigned rails_alive(const struct rw_conn *c, int64_t now)
 static void control_ended(struct rw_conn *c, int64_t now)
 {
     struct railwire_server *srv = c->srv;
-    close_fd(c);
+    rw_conn_close_fd(c);
     c->control_end_ms = now;
     unsigned alive = rails_alive(c, now);
     if (alive == 0) {
@@ -492,45 +116,24 @@ void rw_conn_event(struct rw_conn *c, unsigned events)
 {
     switch (c->phase) {
     case RW_CONN_HANDSHAKE:
-        progress(c);
+        rw_conn_hs_progress(c);
         return;
     case RW_CONN_SESSION: {
         /* Bytes after the ack are not part of the conversation: dropped.
          * End of stream or an error ends the control connection. */
-        if (drain(c->fd) || (events & (EPOLLHUP | EPOLLERR)))
+        if (rw_conn_drain(c->fd) || (events & (EPOLLHUP | EPOLLERR)))
             control_ended(c, rw_now_ms());
         return;
     }
     case RW_CONN_CLOSING:
-        if (drain(c->fd) || (events & (EPOLLHUP | EPOLLERR))) {
-            close_fd(c);
+        if (rw_conn_drain(c->fd) || (events & (EPOLLHUP | EPOLLERR))) {
+            rw_conn_close_fd(c);
             rw_conn_set_phase(c, RW_CONN_DEAD);
         }
         return;
     default:
         return; /* released earlier in this round */
     }
-}
-
-void rw_conn_expired(struct rw_conn *c, int64_t now)
-{
-    struct railwire_server *srv = c->srv;
-    if (c->phase == RW_CONN_CLOSING) {
-        close_fd(c);
-        rw_conn_set_phase(c, RW_CONN_DEAD);
-        return;
-    }
-    if (c->phase != RW_CONN_HANDSHAKE)
-        return;
-    if (rw_conn_tls_expired(c, now)) {
-        rw_conn_drop(c);
-        return;
-    }
-    int limit = c->step == 0 ? srv->first_byte_ms : srv->io_timeout_ms;
-    rw_srv_count(srv, RW_ST(handshake_timeouts), 1);
-    rw_warn_rl("server: client %s %s within %d ms (%lld ms after it connected); closing",
-               c->name, step_late[c->step], limit, (long long)(now - c->born_ms));
-    rw_conn_drop(c);
 }
 
 /* io_timeout_ms after the ack: rails still waiting for their connection
@@ -626,10 +229,10 @@ void rw_conn_release(struct rw_conn *c, size_t reason, const char *why)
     rw_log_rl(&release_rl[release_site(reason)], RAILWIRE_LOG_INFO,
               "server: client %s: session released: %s; releasing its %u rail(s)", c->name, why,
               left);
-    destroy_eps(c);
+    rw_conn_destroy_eps(c);
     /* The slot goes before the client can see the end of the stream, so a
      * client that reconnects at once is not refused for a cap. */
-    give_slot(c);
+    rw_conn_give_slot(c);
     pthread_mutex_lock(&srv->stats_lock);
     srv->st.sessions_live--;
     srv->st.rails_live -= left;
@@ -644,7 +247,7 @@ void rw_conn_release(struct rw_conn *c, size_t reason, const char *why)
         rw_srv_watch(c, 0);
         rw_conn_tls_close_notify(c);
         shutdown(c->fd, SHUT_RDWR);
-        close_fd(c);
+        rw_conn_close_fd(c);
     }
     rw_conn_set_phase(c, RW_CONN_DEAD);
 }
