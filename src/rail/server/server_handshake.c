@@ -285,6 +285,59 @@ static void become_session(struct rw_conn *c)
                         "watched (epoll_ctl failed)");
 }
 
+/* The socket would block (k is RW_CONN_WANT_READ or _WRITE): watches it for
+ * what it waits for; any other k: the handshake failed for `what`. */
+static void hs_stall(struct rw_conn *c, ssize_t k, const char *what)
+{
+    if (k != RW_CONN_WANT_READ && k != RW_CONN_WANT_WRITE)
+        hs_failed(c, what);
+    else if (rw_srv_watch(c, RW_WATCH_IN | (k == RW_CONN_WANT_WRITE ? EPOLLOUT : 0)) < 0)
+        hs_failed(c, "epoll_ctl failed");
+}
+
+/* RW_HS_SEND: sends what the handshake has pending.  Returns 1 to go on, 0
+ * when it waits for the socket or the connection was dropped. */
+static int hs_send(struct rw_conn *c, char *what, size_t cap)
+{
+    const uint8_t *p;
+    size_t n = rw_hs_server_pending(&c->hs, &p);
+    ssize_t k = rw_conn_send(c, p, n, what, cap);
+    if (k <= 0) {
+        hs_stall(c, k, what);
+        return 0;
+    }
+    rw_hs_server_sent(&c->hs, (size_t)k);
+    return 1;
+}
+
+/* RW_HS_RECV: reads exactly what the message still needs, never a byte
+ * past it.  Returns 1 to go on, 0 when it waits for the socket or the
+ * connection was dropped. */
+static int hs_recv(struct rw_conn *c, char *what, size_t cap)
+{
+    uint8_t buf[4096];
+    size_t n = rw_hs_server_need(&c->hs);
+    n = n == 0 ? 1 : n > sizeof(buf) ? sizeof(buf) : n;
+    if (rw_conn_plain_sniff(c))
+        return 0;
+    ssize_t k = rw_conn_recv(c, buf, n, what, cap);
+    if (k > 0) {
+        ssize_t used = rw_hs_server_feed(&c->hs, buf, (size_t)k);
+        if (used >= 0)
+            return 1;
+        snprintf(what, cap, "%s", railwire_error_class((int)used));
+        hs_failed(c, what);
+    } else if (k == 0) {
+        int e = rw_hs_server_eof(&c->hs);
+        snprintf(what, cap, "it closed the connection before %s: %s", step_what[c->step],
+                 railwire_error_class(e));
+        hs_failed(c, what);
+    } else {
+        hs_stall(c, k, what);
+    }
+    return 0;
+}
+
 /* Runs the handshake as far as the socket allows without waiting: TLS
  * first when the listener runs it, then WIRE.md's bytes (inside TLS). */
 void rw_conn_hs_progress(struct rw_conn *c)
@@ -293,53 +346,14 @@ void rw_conn_hs_progress(struct rw_conn *c)
     if (c->tls_state != RW_CTLS_NONE && rw_conn_tls_progress(c) != 1)
         return;
     while (c->phase == RW_CONN_HANDSHAKE) {
-        const uint8_t *p;
-        uint8_t buf[4096];
-        size_t n;
-        ssize_t k;
         switch (c->hs.state) {
         case RW_HS_SEND:
-            n = rw_hs_server_pending(&c->hs, &p);
-            k = rw_conn_send(c, p, n, what, sizeof(what));
-            if (k > 0) {
-                rw_hs_server_sent(&c->hs, (size_t)k);
-            } else if (k == RW_CONN_WANT_WRITE || k == RW_CONN_WANT_READ) {
-                if (rw_srv_watch(c, RW_WATCH_IN | (k == RW_CONN_WANT_WRITE ? EPOLLOUT : 0)) < 0)
-                    hs_failed(c, "epoll_ctl failed");
+            if (!hs_send(c, what, sizeof(what)))
                 return;
-            } else {
-                hs_failed(c, what);
-                return;
-            }
             break;
         case RW_HS_RECV:
-            /* Exactly what the message still needs: never a byte past it. */
-            n = rw_hs_server_need(&c->hs);
-            n = n == 0 ? 1 : n > sizeof(buf) ? sizeof(buf) : n;
-            if (rw_conn_plain_sniff(c))
+            if (!hs_recv(c, what, sizeof(what)))
                 return;
-            k = rw_conn_recv(c, buf, n, what, sizeof(what));
-            if (k > 0) {
-                ssize_t used = rw_hs_server_feed(&c->hs, buf, (size_t)k);
-                if (used < 0) {
-                    snprintf(what, sizeof(what), "%s", railwire_error_class((int)used));
-                    hs_failed(c, what);
-                    return;
-                }
-            } else if (k == 0) {
-                int e = rw_hs_server_eof(&c->hs);
-                snprintf(what, sizeof(what), "it closed the connection before %s: %s",
-                         step_what[c->step], railwire_error_class(e));
-                hs_failed(c, what);
-                return;
-            } else if (k == RW_CONN_WANT_READ || k == RW_CONN_WANT_WRITE) {
-                if (rw_srv_watch(c, RW_WATCH_IN | (k == RW_CONN_WANT_WRITE ? EPOLLOUT : 0)) < 0)
-                    hs_failed(c, "epoll_ctl failed");
-                return;
-            } else {
-                hs_failed(c, what);
-                return;
-            }
             break;
         case RW_HS_NEED_PARAMS:
             on_request(c);
