@@ -163,6 +163,70 @@ static int control_tls(const struct rw_session_spec *sp, int fd, struct rw_tls_c
 #endif
 }
 
+/* The handshake's conversation over io: the params in, a local ep per
+ * rail, our ids out, the ack in.  Returns 0 or an error (logged). */
+static int converse(const struct rw_session_spec *sp, struct rw_hs_io *io,
+                    struct rw_hs_client *hs, struct rw_session_out *out)
+{
+    int rc = rw_hs_client_drive(io, hs);
+    if (rc < 0)
+        return rc;
+    if (hs->state != RW_HS_NEED_LOCAL) {
+        rw_err("connect: handshake ended before the params");
+        return RAILWIRE_E_PROTOCOL;
+    }
+    rc = take_reply(sp, rw_hs_client_reply(hs), out);
+    if (rc < 0)
+        return rc;
+
+    struct rw_qp_id ids[RAILWIRE_MAX_RAILS];
+    for (unsigned i = 0; i < sp->n_rails; i++) {
+        rc = open_rail(sp, out, i);
+        if (rc < 0)
+            return rc;
+        ids[i] = out->ep[i]->local;
+    }
+    rc = rw_hs_client_set_local(hs, ids, sp->n_rails);
+    if (rc < 0) {
+        rw_err("connect: the handshake refused our ids (%s)", railwire_error_class(rc));
+        return rc;
+    }
+    /* The whole conversation first: our ids out, the ack in.  The server
+     * acks once its side of every rail is ready (verbs: RTR/RTS; tcp:
+     * expecting our connections), so a refusal is reported as `refused`
+     * before any rail is dialled, against any peer that speaks WIRE.md. */
+    rc = rw_hs_client_drive(io, hs);
+    if (rc < 0)
+        return rc;
+    if (hs->state != RW_HS_DONE) {
+        rw_err("connect: handshake did not finish");
+        return RAILWIRE_E_PROTOCOL;
+    }
+    return 0;
+}
+
+/* Then the rails.  Each rail's connect waits for its own round trips (tcp:
+ * connect, hello, verdict); run them side by side so n rails cost about
+ * one.  Returns 0, or an error when one failed or none of the rails the
+ * session was opened for (sp->need) came up. */
+static int connect_rails(const struct rw_session_spec *sp, struct rw_session_out *out)
+{
+    struct rail_connect_ctx rcx = {sp, out};
+    int rc = rw_parallel_for(sp->n_rails, sp->n_rails > 1, connect_rail, &rcx);
+    if (rc < 0)
+        return rc;
+    if (sp->need) {
+        unsigned up = 0;
+        for (unsigned i = 0; i < sp->n_rails; i++)
+            up += sp->need[i] && out->ep[i];
+        if (up == 0) {
+            rw_warn("connect: none of the rails this session was opened for came up");
+            return RAILWIRE_E_CONNECT;
+        }
+    }
+    return 0;
+}
+
 int rw_session_open(const struct rw_session_spec *sp, struct rw_session_out *out)
 {
     memset(out, 0, sizeof(*out));
@@ -201,59 +265,11 @@ int rw_session_open(const struct rw_session_spec *sp, struct rw_session_out *out
         goto out_io;
     io->tls = tls;
 
-    rc = rw_hs_client_drive(io, &hs);
+    rc = converse(sp, io, &hs, out);
+    if (rc == 0)
+        rc = connect_rails(sp, out);
     if (rc < 0)
         goto out_io;
-    if (hs.state != RW_HS_NEED_LOCAL) {
-        rw_err("connect: handshake ended before the params");
-        rc = RAILWIRE_E_PROTOCOL;
-        goto out_io;
-    }
-    rc = take_reply(sp, rw_hs_client_reply(&hs), out);
-    if (rc < 0)
-        goto out_io;
-
-    struct rw_qp_id ids[RAILWIRE_MAX_RAILS];
-    for (unsigned i = 0; i < sp->n_rails; i++) {
-        rc = open_rail(sp, out, i);
-        if (rc < 0)
-            goto out_io;
-        ids[i] = out->ep[i]->local;
-    }
-    rc = rw_hs_client_set_local(&hs, ids, sp->n_rails);
-    if (rc < 0) {
-        rw_err("connect: the handshake refused our ids (%s)", railwire_error_class(rc));
-        goto out_io;
-    }
-    /* The whole conversation first: our ids out, the ack in.  The server
-     * acks once its side of every rail is ready (verbs: RTR/RTS; tcp:
-     * expecting our connections), so a refusal is reported as `refused`
-     * before any rail is dialled, against any peer that speaks WIRE.md. */
-    rc = rw_hs_client_drive(io, &hs);
-    if (rc < 0)
-        goto out_io;
-    if (hs.state != RW_HS_DONE) {
-        rw_err("connect: handshake did not finish");
-        rc = RAILWIRE_E_PROTOCOL;
-        goto out_io;
-    }
-    /* Then the rails.  Each rail's connect waits for its own round trips
-     * (tcp: connect, hello, verdict); run them side by side so n rails cost
-     * about one. */
-    struct rail_connect_ctx rcx = {sp, out};
-    rc = rw_parallel_for(sp->n_rails, sp->n_rails > 1, connect_rail, &rcx);
-    if (rc < 0)
-        goto out_io;
-    if (sp->need) {
-        unsigned up = 0;
-        for (unsigned i = 0; i < sp->n_rails; i++)
-            up += sp->need[i] && out->ep[i];
-        if (up == 0) {
-            rw_warn("connect: none of the rails this session was opened for came up");
-            rc = RAILWIRE_E_CONNECT;
-            goto out_io;
-        }
-    }
     tls_done(io->tls);
     free(io);
     rw_hs_client_fini(&hs);
