@@ -10,7 +10,7 @@
 #include "rail/client/railset_internal.h"
 #include "rail/client/xfer.h"
 
-void rw_xfer_submit_extras_slow(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op)
+int rw_xfer_submit_extras_slow(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op)
 {
     x->reserved = !x->sync_owned && (op->flags & RAILWIRE_OP_F_RESERVED) != 0;
     if (x->reserved)
@@ -22,6 +22,7 @@ void rw_xfer_submit_extras_slow(railwire_railset *rs, struct rw_xfer *x, const r
             rs->xd_next_ms = x->deadline_ms;
         rs->n_deadline++;
     }
+    return x->reserved;
 }
 
 void rw_xfer_cancel(railwire_railset *rs, struct rw_xfer *x, int code)

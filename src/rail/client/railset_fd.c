@@ -122,7 +122,9 @@ static void set_ready(struct rw_rsfd *f, int on)
     }
 }
 
-void rw_rsfd_on_release(railwire_railset *rs)
+/* The release hook (rs->release_hook): the fd's work at every lock
+ * release. */
+static void rsfd_on_release(railwire_railset *rs)
 {
     struct rw_rsfd *f = rs->rsfd;
     /* Readable exactly while there is something for the caller to take
@@ -179,6 +181,8 @@ void rw_rsfd_free(railwire_railset *rs)
         close(f->epfd);
     free(f);
     rs->rsfd = NULL;
+    rs->release_hook = NULL;
+    rs_release_work(rs, RS_RELEASE_HOOK, 0);
 }
 
 /* With the lock held: makes the fd and its members.  0 or an error. */
@@ -201,6 +205,8 @@ static int rsfd_create(railwire_railset *rs)
         rw_rsfd_free(rs);
         return RAILWIRE_E_SYSTEM;
     }
+    rs->release_hook = rsfd_on_release;
+    rs_release_work(rs, RS_RELEASE_HOOK, 1);
     rw_rsfd_rearm(rs);
     return 0;
 }

@@ -156,6 +156,7 @@ struct railwire_railset {
     pthread_mutex_t lock;
     atomic_uint lock_waiters; /* threads blocked in rs_lock (contended only) */
     int poller;               /* a thread sleeps in poll() for everyone */
+    unsigned release_work;    /* RS_RELEASE_*: who a lock release must look at (one test) */
     struct rw_list waiters;   /* followers (struct rw_waiter), oldest first */
     size_t n_async_done;      /* async transfers finished and not yet delivered */
     uint64_t done_gen;        /* bumped whenever a transfer finishes */
@@ -211,6 +212,9 @@ struct railwire_railset {
     struct rw_list mrs;       /* every live registration (railwire_mr) */
     /* railwire_railset_fd, railwire_wait_handle, per-transfer deadlines: */
     struct rw_rsfd *rsfd;     /* railwire_railset_fd's state, NULL until first asked for */
+    /* Called at every lock release while RS_RELEASE_HOOK is set (the
+     * railset fd registers it: railset_lock.c knows no caller above it). */
+    void (*release_hook)(railwire_railset *rs);
     size_t n_reserved;        /* reserved or claimed transfers not yet returned (not in n_async) */
     size_t n_reserved_done;   /* of those, finished */
     size_t n_deadline;        /* active transfers with a deadline (an upper bound) */
@@ -240,15 +244,27 @@ static inline void rs_lock(railwire_railset *rs)
 /* With the lock held: wakes an async waiter per async transfer finished
  * since the last call. */
 void rs_notify(railwire_railset *rs);
+/* The bits of rs->release_work: what a lock release has to look at.  Set
+ * and cleared with the lock held, where a waiter, the poller or the
+ * release hook comes and goes, so the release tests one word. */
+#define RS_RELEASE_WAITERS 1u /* rs->waiters is not empty */
+#define RS_RELEASE_POLLER 2u  /* rs->poller: a thread sleeps in poll() */
+#define RS_RELEASE_HOOK 4u    /* rs->release_hook is set */
+/* With the lock held: sets (on) or clears the `bit` of rs->release_work. */
+static inline void rs_release_work(railwire_railset *rs, unsigned bit, int on)
+{
+    rs->release_work = on ? rs->release_work | bit : rs->release_work & ~bit;
+}
 /* rs_release_prepare's work when another thread waits or polls. */
 void rs_release_slow(railwire_railset *rs);
 /* With the lock held, before anything that releases it (rs_unlock, a
- * condition wait): rs_notify, and kicks a sleeping poller when transfers
- * finished or a rail joined since it went to sleep.  With no other thread
- * waiting or polling there is nobody to wake or kick. */
+ * condition wait): calls the release hook, rs_notify, and kicks a sleeping
+ * poller when transfers finished or a rail joined since it went to sleep.
+ * With no other thread waiting or polling and no hook there is nobody to
+ * wake, kick or tell. */
 static inline void rs_release_prepare(railwire_railset *rs)
 {
-    if (rs->waiters.head || rs->poller || rs->rsfd) /* rsfd: railset_fd.c */
+    if (rs->release_work)
         rs_release_slow(rs);
 }
 /* Releases the lock, waking waiters (and kicking a sleeping poller) when
@@ -367,20 +383,24 @@ static inline int rw_failover_is_rail_error(int status)
  * RAILWIRE_E_TIMEOUT): drops its pending slices, and completes it when none
  * is on the wire.  Idempotent. */
 void rw_xfer_cancel(railwire_railset *rs, struct rw_xfer *x, int code);
-/* The slow part of rw_xfer_submit_extras: an op with flags or a deadline. */
-void rw_xfer_submit_extras_slow(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op);
+/* The slow part of rw_xfer_submit_extras: an op with flags or a deadline.
+ * Returns x->reserved. */
+int rw_xfer_submit_extras_slow(railwire_railset *rs, struct rw_xfer *x, const railwire_op *op);
 /* With the lock held, right after rw_stripe_submit: takes what the op asks
- * for besides the slices (RAILWIRE_OP_F_RESERVED, timeout_ms).  Inline: a
- * plain op (no flags, no deadline) costs a few stores. */
-static inline void rw_xfer_submit_extras(railwire_railset *rs, struct rw_xfer *x,
-                                         const railwire_op *op)
+ * for besides the slices (RAILWIRE_OP_F_RESERVED, timeout_ms).  Returns 1
+ * when x is reserved (counted in n_reserved, not n_async), else 0.  Inline:
+ * a plain op (no flags, no deadline) costs a few stores, and the caller's
+ * test of the result folds away. */
+static inline int rw_xfer_submit_extras(railwire_railset *rs, struct rw_xfer *x,
+                                        const railwire_op *op)
 {
     x->cancel = 0;
     x->claims = 0;
     x->reserved = 0;
     x->deadline_ms = 0;
     if (__builtin_expect((op->flags | op->timeout_ms) != 0, 0))
-        rw_xfer_submit_extras_slow(rs, x, op);
+        return rw_xfer_submit_extras_slow(rs, x, op);
+    return 0;
 }
 /* The opcode without its flags. */
 static inline int rw_op_code(const railwire_op *op)
@@ -391,8 +411,6 @@ static inline int rw_op_code(const railwire_op *op)
 int64_t rw_xfer_deadline_next(const railwire_railset *rs);
 /* Cancels, with RAILWIRE_E_TIMEOUT, every transfer whose deadline passed. */
 void rw_xfer_deadline_check(railwire_railset *rs, int64_t now_ms);
-/* The fd's work at every lock release (rs_release_slow). */
-void rw_rsfd_on_release(railwire_railset *rs);
 /* After a poll took completions: re-arms the rails, the timer and the
  * ready flag, so the fd fires again only for something new. */
 void rw_rsfd_rearm(railwire_railset *rs);

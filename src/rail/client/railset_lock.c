@@ -43,10 +43,12 @@ void rs_notify(railwire_railset *rs)
 
 void rs_release_slow(railwire_railset *rs)
 {
-    if (rs->rsfd) /* the railset fd (railset_fd.c) */
-        rw_rsfd_on_release(rs);
-    rs_notify(rs);
-    if (rs->poller && rs->kick_fd >= 0 &&
+    unsigned work = rs->release_work;
+    if (work & RS_RELEASE_HOOK) /* the railset fd (railset_fd.c) registers it */
+        rs->release_hook(rs);
+    if (work & RS_RELEASE_WAITERS)
+        rs_notify(rs);
+    if ((work & RS_RELEASE_POLLER) && rs->kick_fd >= 0 &&
         (rs->poller_gen != rs->done_gen || rs->poller_rails_gen != rs->rails_gen)) {
         /* Another thread finished transfers while the poller sleeps (one of
          * them may be what the poller waits for), or put a rail in service

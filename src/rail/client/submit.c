@@ -71,7 +71,8 @@ static inline uint64_t word_at(const void *p)
 /* Returns 0 when `op` is a transfer this railset can carry, else the error
  * (logged by explain(), which repeats these checks one by one).  No call on
  * the way to 0: this runs once per transfer. */
-static int validate(const railwire_railset *rs, const railwire_op *op)
+static inline __attribute__((always_inline)) int validate(const railwire_railset *rs,
+                                                          const railwire_op *op)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     /* opcode in the low half, flags in the high half: one test for both */
@@ -112,8 +113,8 @@ int rw_submit_locked(railwire_railset *rs, const railwire_op *op, struct rw_wait
         return rc;
     x->sync_owned = sync != NULL;
     x->waiter = sync;
-    rw_xfer_submit_extras(rs, x, op); /* issue 19: reservation, deadline */
-    if (!sync && !x->reserved)
+    /* issue 19: reservation, deadline (a plain op is never reserved) */
+    if (!rw_xfer_submit_extras(rs, x, op) && !sync)
         rs->n_async++;
     *handle = x->handle;
     if (direct)
@@ -162,8 +163,7 @@ int railwire_submit_batch(railwire_railset *rs, const railwire_op *ops, size_t n
         rc = rw_stripe_submit(rs, &ops[k], 0, &x);
         if (rc < 0)
             break;
-        rw_xfer_submit_extras(rs, x, &ops[k]); /* issue 19: reservation, deadline */
-        if (!x->reserved)
+        if (!rw_xfer_submit_extras(rs, x, &ops[k])) /* issue 19: reservation, deadline */
             rs->n_async++;
         handles[k] = x->handle;
     }
