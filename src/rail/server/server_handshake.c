@@ -318,8 +318,10 @@ static int hs_recv(struct rw_conn *c, char *what, size_t cap)
     uint8_t buf[4096];
     size_t n = rw_hs_server_need(&c->hs);
     n = n == 0 ? 1 : n > sizeof(buf) ? sizeof(buf) : n;
-    if (rw_conn_plain_sniff(c))
+    if (rw_conn_plain_sniff(c)) {
+        rw_conn_reject_close(c);
         return 0;
+    }
     ssize_t k = rw_conn_recv(c, buf, n, what, cap);
     if (k > 0) {
         ssize_t used = rw_hs_server_feed(&c->hs, buf, (size_t)k);

@@ -2,8 +2,12 @@
 /* The server's private structures, shared by its files:
  *   server.c          create (options, domains, listeners), destroy, getters
  *   server_loop.c     the event loop thread: epoll, accept, timers
- *   server_admit.c    allowlist, per-peer counts, the pending pool
- *   server_session.c  one connection: the handshake, then the session
+ *   server_admit.c    admission: allowlist, per-peer caps, the pending pool
+ *   server_peer.c     addresses, the allowlist, the per-peer table
+ *   server_handshake.c  one connection's handshake, up to a session
+ *   server_session.c  the session after it: ticks, linger, release
+ *   server_tls.c, server_io.c  TLS on the control connection, its bytes
+ *   server_conn.c     a connection's phase list and watched events (bottom)
  *   server_stats.c    counters
  * Everything below `loop-owned` is touched by the loop thread only (and by
  * create/destroy while no loop runs); the stats take their own lock. */
@@ -181,10 +185,8 @@ struct railwire_server {
 int rw_srv_loop_start(struct railwire_server *srv);
 /* Stops the loop (it releases every connection first) and joins it. */
 void rw_srv_loop_stop(struct railwire_server *srv);
-/* (Re)registers conn's fd for `events` (0: removes it).  Returns 0 or -1. */
-int rw_srv_watch(struct rw_conn *c, unsigned events);
 
-/* ---- server_admit.c */
+/* ---- server_peer.c: addresses, the allowlist, the per-peer table */
 /* Parses the allowlist into srv->allow.  Returns 0 or RAILWIRE_E_INVALID
  * (logged, naming the bad entry). */
 int rw_srv_allow_parse(struct railwire_server *srv, const char *const *allow, unsigned n);
@@ -204,6 +206,8 @@ struct rw_srv_peer *rw_srv_peer_get(struct railwire_server *srv, const struct rw
 void rw_srv_peer_put(struct railwire_server *srv, struct rw_srv_peer *p);
 /* Frees every peer entry (destroy). */
 void rw_srv_peers_free(struct railwire_server *srv);
+
+/* ---- server_admit.c */
 /* Takes one accepted connection: allowlist, per-peer pending cap, pool
  * (evicting the oldest when full), then starts its handshake.  Owns fd. */
 void rw_srv_admit(struct railwire_server *srv, int fd, const struct sockaddr_storage *ss);
@@ -225,8 +229,9 @@ void rw_conn_drop(struct rw_conn *c);
 void rw_conn_reject_close(struct rw_conn *c);
 
 /* ---- server_session.c */
-/* epoll reported `events` on conn's fd. */
-void rw_conn_event(struct rw_conn *c, unsigned events);
+/* A session's control connection ended (end of stream or an error) at
+ * `now`: released when no rail is left or linger is 0, else it lingers. */
+void rw_conn_control_ended(struct rw_conn *c, int64_t now);
 /* Periodic check of a session (SESSION or LINGER): attach deadline, rails,
  * linger. */
 void rw_conn_tick(struct rw_conn *c, int64_t now);
@@ -283,8 +288,8 @@ int rw_conn_tls_expired(struct rw_conn *c, int64_t now);
 ssize_t rw_conn_send(struct rw_conn *c, const void *p, size_t n, char *what, size_t cap);
 ssize_t rw_conn_recv(struct rw_conn *c, void *p, size_t n, char *what, size_t cap);
 /* Plain listener, first received bytes: 1 when they start a TLS
- * ClientHello (logged, counted, answered with a TLS alert, connection
- * dropped), else 0. */
+ * ClientHello (logged, counted, answered with a TLS alert; the caller
+ * closes the connection with rw_conn_reject_close), else 0. */
 int rw_conn_plain_sniff(struct rw_conn *c);
 
 /* ---- server_stats.c (any thread) */
@@ -297,7 +302,9 @@ void rw_srv_count_registration(struct railwire_server *srv, uint64_t bytes, uint
  * from the live sessions' eps. */
 void rw_srv_rail_census(struct railwire_server *srv);
 
-/* ---- lists (server_loop.c) */
+/* ---- server_conn.c: a connection's list and watched events */
+/* (Re)registers conn's fd for `events` (0: removes it).  Returns 0 or -1. */
+int rw_srv_watch(struct rw_conn *c, unsigned events);
 
 /* The list conn is on, given its phase. */
 struct rw_list *rw_conn_list_of(struct railwire_server *srv, const struct rw_conn *c);

@@ -87,6 +87,5 @@ int rw_conn_plain_sniff(struct rw_conn *c)
     if (send(c->fd, alert_protocol_version, sizeof(alert_protocol_version),
              MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
         rw_debug("server: client %s: the TLS alert was not sent: %s", c->name, strerror(errno));
-    rw_conn_reject_close(c);
     return 1;
 }

@@ -22,48 +22,30 @@
 #define RW_ACCEPT_BURST 64   /* accepts per listener per wakeup: the others get a turn */
 #define RW_LOOP_IDLE_MS 1000
 
-struct rw_list *rw_conn_list_of(struct railwire_server *srv, const struct rw_conn *c)
+/* epoll reported `events` on conn's fd: the connection's phase says who
+ * takes them. */
+static void conn_event(struct rw_conn *c, unsigned events)
 {
     switch (c->phase) {
     case RW_CONN_HANDSHAKE:
-        return &srv->pending;
-    case RW_CONN_SESSION:
-    case RW_CONN_LINGER:
-        return &srv->sessions;
-    case RW_CONN_CLOSING:
-        return &srv->closing;
-    case RW_CONN_DEAD:
-        return &srv->dead;
-    default:
-        return NULL;
-    }
-}
-
-void rw_conn_set_phase(struct rw_conn *c, enum rw_conn_phase phase)
-{
-    struct rw_list *from = rw_conn_list_of(c->srv, c);
-    c->phase = phase;
-    struct rw_list *to = rw_conn_list_of(c->srv, c);
-    if (from == to)
+        rw_conn_hs_progress(c);
         return;
-    if (from)
-        rw_list_remove(from, &c->link);
-    if (to)
-        rw_list_push_tail(to, &c->link);
-}
-
-int rw_srv_watch(struct rw_conn *c, unsigned events)
-{
-    if (c->fd < 0 || events == c->events)
-        return 0;
-    struct epoll_event ev = {.events = events, .data.ptr = &c->ev};
-    int op = c->events == 0 ? EPOLL_CTL_ADD : events == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
-    if (epoll_ctl(c->srv->epfd, op, c->fd, &ev) < 0) {
-        rw_err_rl("server: epoll_ctl on client %s failed: %s", c->name, strerror(errno));
-        return -1;
+    case RW_CONN_SESSION: {
+        /* Bytes after the ack are not part of the conversation: dropped.
+         * End of stream or an error ends the control connection. */
+        if (rw_conn_drain(c->fd) || (events & (EPOLLHUP | EPOLLERR)))
+            rw_conn_control_ended(c, rw_now_ms());
+        return;
     }
-    c->events = events;
-    return 0;
+    case RW_CONN_CLOSING:
+        if (rw_conn_drain(c->fd) || (events & (EPOLLHUP | EPOLLERR))) {
+            rw_conn_close_fd(c);
+            rw_conn_set_phase(c, RW_CONN_DEAD);
+        }
+        return;
+    default:
+        return; /* released earlier in this round */
+    }
 }
 
 static void listeners_watch(struct railwire_server *srv, int on)
@@ -226,7 +208,7 @@ static void *loop_main(void *arg)
                 if (read(srv->wake_fd, &v, sizeof(v)) < 0)
                     rw_debug("server: wake eventfd read: %s", strerror(errno));
             } else {
-                rw_conn_event((struct rw_conn *)(void *)ev, evs[i].events);
+                conn_event((struct rw_conn *)(void *)ev, evs[i].events);
             }
         }
         run_timers(srv, rw_now_ms());

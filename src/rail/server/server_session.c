@@ -89,7 +89,7 @@ static unsigned rails_alive(const struct rw_conn *c, int64_t now)
     return alive;
 }
 
-static void control_ended(struct rw_conn *c, int64_t now)
+void rw_conn_control_ended(struct rw_conn *c, int64_t now)
 {
     struct railwire_server *srv = c->srv;
     rw_conn_close_fd(c);
@@ -110,30 +110,6 @@ static void control_ended(struct rw_conn *c, int64_t now)
     c->linger_end_ms = now + srv->linger_ms;
     c->phase = RW_CONN_LINGER; /* same list as SESSION */
     rw_srv_count(srv, RW_ST(sessions_lingering), 1);
-}
-
-void rw_conn_event(struct rw_conn *c, unsigned events)
-{
-    switch (c->phase) {
-    case RW_CONN_HANDSHAKE:
-        rw_conn_hs_progress(c);
-        return;
-    case RW_CONN_SESSION: {
-        /* Bytes after the ack are not part of the conversation: dropped.
-         * End of stream or an error ends the control connection. */
-        if (rw_conn_drain(c->fd) || (events & (EPOLLHUP | EPOLLERR)))
-            control_ended(c, rw_now_ms());
-        return;
-    }
-    case RW_CONN_CLOSING:
-        if (rw_conn_drain(c->fd) || (events & (EPOLLHUP | EPOLLERR))) {
-            rw_conn_close_fd(c);
-            rw_conn_set_phase(c, RW_CONN_DEAD);
-        }
-        return;
-    default:
-        return; /* released earlier in this round */
-    }
 }
 
 /* io_timeout_ms after the ack: rails still waiting for their connection

@@ -316,7 +316,7 @@ void rw_srv_tls_kick(struct railwire_server *srv)
             continue;
         /* Its handshake may drop it (moved to the dead list): the next one
          * was taken first, and nothing here touches another connection. */
-        rw_conn_event(c, EPOLLIN);
+        rw_conn_hs_progress(c); /* in the pending list: still in its handshake */
         if (srv->tls->gate.busy >= srv->tls->gate.max)
             return;
     }
