@@ -114,7 +114,6 @@ int rw_tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
         rc = RAILWIRE_E_SYSTEM;
         goto fail_d;
     }
-    d->base.ops = &rw_tcp_ops;
     d->base.gbps = link_gbps(&d->local);
     d->base.max_qp_wr = RW_TCP_MAX_QP_WR;
     d->base.max_msg = RW_TCP_MAX_MSG;

@@ -16,7 +16,6 @@
 #include "tcp/tcp_cli_io.h"
 #include "tcp/tcp_cli_loop.h"
 #include "tcp/tcp_internal.h"
-#include "tcp/tcp_stage.h"
 #include "tcp/tcp_sock.h"
 
 int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, struct rw_ep **out)
@@ -255,13 +254,16 @@ int rw_tcp_cli_ep_poll(struct rw_tcp_cli_ep *ep, struct rw_wc *wcs, int max)
     return n;
 }
 
-void rw_tcp_cli_ep_destroy(struct rw_tcp_cli_ep *ep)
+void rw_tcp_cli_ep_stop(struct rw_tcp_cli_ep *ep)
+{
+    rw_tcp_cli_ep_kill(ep);
+    rw_tcp_cli_loop_detach(ep);
+}
+
+void rw_tcp_cli_ep_free(struct rw_tcp_cli_ep *ep)
 {
     struct rw_tcp_domain *d = ep->dom;
 
-    rw_tcp_cli_ep_kill(ep);
-    rw_tcp_cli_loop_detach(ep);
-    rw_tcp_stage_ep_free(ep);
     rw_tcp_tls_close(ep->fd, ep->tls);
     ep->tls = NULL;
     free(ep->rxs.rx);

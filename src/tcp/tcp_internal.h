@@ -348,6 +348,10 @@ int rw_tcp_cli_ep_connect(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remot
 int rw_tcp_cli_ep_post(struct rw_tcp_cli_ep *ep, const struct rw_wr *wrs, size_t n);
 int rw_tcp_cli_ep_poll(struct rw_tcp_cli_ep *ep, struct rw_wc *wcs, int max);
 void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep);
-void rw_tcp_cli_ep_destroy(struct rw_tcp_cli_ep *ep);
+/* An ep's destruction, in two steps around rw_tcp_stage_ep_free (tcp_ops.c
+ * runs the three): _stop kills it and takes it off its event loop, so no
+ * thread touches it any more; _free closes and frees the rest. */
+void rw_tcp_cli_ep_stop(struct rw_tcp_cli_ep *ep);
+void rw_tcp_cli_ep_free(struct rw_tcp_cli_ep *ep);
 
 #endif

@@ -25,6 +25,17 @@ static struct rw_tcp_cli_ep *cli(struct rw_ep *ep)
     return rw_container_of(ep, struct rw_tcp_cli_ep, base);
 }
 
+/* domain_open: rw_tcp_domain_open, then this table as the domain's ops
+ * (tcp_domain.c does not name the table, so the ops file is the only one
+ * that points both ways). */
+static int tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
+{
+    int rc = rw_tcp_domain_open(cfg, out);
+    if (rc == 0)
+        (*out)->ops = &rw_tcp_ops;
+    return rc;
+}
+
 static int tcp_ep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_ep **out)
 {
     static const struct rw_ep_cfg defaults;
@@ -33,6 +44,11 @@ static int tcp_ep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, str
     *out = NULL;
     if (!cfg)
         cfg = &defaults;
+    if (d->role == RW_ROLE_SERVER && cfg->same_session &&
+        cfg->same_session->dom->ops != &rw_tcp_ops) {
+        rw_err("tcp: ep_create: same_session names an ep that is not a tcp server ep");
+        return RAILWIRE_E_INVALID;
+    }
     if (d->role == RW_ROLE_SERVER)
         return rw_tcp_srv_ep_create(d, cfg, out);
     return rw_tcp_cli_ep_create(d, cfg, out);
@@ -104,8 +120,11 @@ static void tcp_ep_destroy(struct rw_ep *ep)
         return;
     if (is_server(ep))
         rw_tcp_srv_ep_destroy(srv(ep));
-    else
-        rw_tcp_cli_ep_destroy(cli(ep));
+    else {
+        rw_tcp_cli_ep_stop(cli(ep));
+        rw_tcp_stage_ep_free(cli(ep)); /* its staging, once no thread uses it */
+        rw_tcp_cli_ep_free(cli(ep));
+    }
 }
 
 static int tcp_ep_liveness(struct rw_ep *ep)
@@ -115,7 +134,7 @@ static int tcp_ep_liveness(struct rw_ep *ep)
 
 const struct rw_transport_ops rw_tcp_ops = {
     .name = "tcp",
-    .domain_open = rw_tcp_domain_open,
+    .domain_open = tcp_domain_open,
     .domain_close = rw_tcp_domain_close,
     .mr_reg = rw_tcp_mr_reg,
     .mr_dereg = rw_tcp_mr_dereg,

@@ -19,34 +19,6 @@
 #include "tls/tls_conn_int.h"
 #include "tls/tls_util.h"
 
-void rw_tls_sigpipe_enter(struct rw_tls_sigpipe *g)
-{
-    sigset_t pipe, pending;
-
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    sigpending(&pending);
-    g->was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
-}
-
-void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g)
-{
-    sigset_t pipe, pending;
-
-    if (!g->was_pending) {
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        sigpending(&pending);
-        if (sigismember(&pending, SIGPIPE)) {
-            struct timespec zero = {0, 0};
-            while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR) {
-            }
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
-}
-
 static void peer_addr(struct rw_tls_conn *c)
 {
     struct sockaddr_storage ss;

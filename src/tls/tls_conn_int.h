@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "tls/tls_conn.h"
+#include "tls/tls_util.h"
 
 /* The largest write coalesced from several iovecs into one record. */
 #define RW_TLS_STAGE 16384
@@ -29,15 +30,6 @@ struct rw_tls_conn {
     char err[640];
     struct rw_tls_peer peer;
 };
-
-/* SIGPIPE held back around OpenSSL calls that may write to the socket: a
- * pending SIGPIPE raised by them is consumed, never delivered. */
-struct rw_tls_sigpipe {
-    sigset_t old;
-    int was_pending;
-};
-void rw_tls_sigpipe_enter(struct rw_tls_sigpipe *g);
-void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g);
 
 /* Records the failure of an OpenSSL call that returned SSL_get_error() ==
  * ssl_err (called with the lock held, right after the call, so that the

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "tls/tls_util.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,4 +58,32 @@ char *rw_tls_strdup(const char *s, int *fail)
     if (!d)
         *fail = 1;
     return d;
+}
+
+void rw_tls_sigpipe_enter(struct rw_tls_sigpipe *g)
+{
+    sigset_t pipe, pending;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+}
+
+void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g)
+{
+    sigset_t pipe, pending;
+
+    if (!g->was_pending) {
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE)) {
+            struct timespec zero = {0, 0};
+            while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }

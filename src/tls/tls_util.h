@@ -3,6 +3,7 @@
 #ifndef RW_TLS_UTIL_H
 #define RW_TLS_UTIL_H
 
+#include <signal.h>
 #include <stddef.h>
 
 /* Writes OpenSSL's queued errors of this thread ("reason; reason") into buf
@@ -17,5 +18,14 @@ void rw_tls_printable(char *dst, size_t cap, const void *src, size_t len);
 /* strdup that accepts NULL (returns NULL then).  Sets *fail on allocation
  * failure. */
 char *rw_tls_strdup(const char *s, int *fail);
+
+/* SIGPIPE held back around OpenSSL calls that may write to the socket: a
+ * pending SIGPIPE raised by them is consumed, never delivered. */
+struct rw_tls_sigpipe {
+    sigset_t old;
+    int was_pending;
+};
+void rw_tls_sigpipe_enter(struct rw_tls_sigpipe *g);
+void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g);
 
 #endif

@@ -73,26 +73,6 @@ static int pick_port(struct rw_vdev *d, unsigned want, uint8_t *port, struct ibv
     return RAILWIRE_E_NO_DEVICE;
 }
 
-int rw_verbs_gid_override(int cfg_index, const char **src)
-{
-    unsigned long v;
-    int r;
-
-    if (cfg_index >= 0) {
-        *src = "the gid_index option";
-        return cfg_index;
-    }
-    r = rw_env_uint("RAILWIRE_GID_INDEX", 0xffff, &v);
-    if (r < 0)
-        return r;
-    if (r > 0) {
-        *src = "RAILWIRE_GID_INDEX";
-        return (int)v;
-    }
-    *src = NULL;
-    return -1;
-}
-
 static int choose_gid(struct rw_vdom *vd, const struct rw_domain_cfg *cfg)
 {
     struct rw_gid_entry *tab = NULL;
@@ -221,7 +201,6 @@ int rw_vdom_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
     if (rc)
         goto err_put;
 
-    vd->base.ops = &rw_verbs_ops;
     vd->base.gbps = rw_link_gbps(pa.active_speed, pa.active_width);
     vd->base.max_qp_wr = (unsigned)vd->dev->attr.max_qp_wr;
     if (vd->base.max_qp_wr > RW_VERBS_MAX_QP_WR)

@@ -65,9 +65,7 @@ uint64_t rw_vmr_pick_iova(void *addr, int access)
     return (1ull << RW_IOVA_TOP_BIT) | (r & span & ~keep) | (va & keep);
 }
 
-/* Registers at pick_iova(); falls back to the virtual address when the
- * device refuses an iova. */
-static struct ibv_mr *reg_at_iova(struct rw_vdev *d, void *addr, size_t len, int access,
+struct ibv_mr *rw_vmr_reg_at_iova(struct rw_vdev *d, void *addr, size_t len, int access,
                                   uint64_t *iova)
 {
     int flags = rw_vmr_access(access);
@@ -107,7 +105,7 @@ static int cache_get(struct rw_vdev *d, void *addr, size_t len, int access, stru
     uint64_t t0 = rw_now_ns();
     /* Registration is slow for big regions; the lock is per device, so other
      * devices register in parallel. */
-    e->mr = reg_at_iova(d, addr, len, access, &ei->iova);
+    e->mr = rw_vmr_reg_at_iova(d, addr, len, access, &ei->iova);
     if (!e->mr) {
         int en = errno;
         rw_err("verbs: ibv_reg_mr(%s, %p, %zu bytes) failed (errno %d%s)", d->name, addr, len, en,

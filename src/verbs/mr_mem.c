@@ -41,20 +41,6 @@ static struct ibv_mr *reg_dmabuf(struct rw_vdev *d, int fd, uint64_t off, size_t
     return ibv_reg_dmabuf_mr(d->pd, off, len, *iova, fd, flags);
 }
 
-static struct ibv_mr *reg_pointer(struct rw_vdev *d, void *addr, size_t len, int access,
-                                  uint64_t *iova)
-{
-    int flags = rw_vmr_access(access);
-    *iova = rw_vmr_pick_iova(addr, access);
-    if (*iova == (uint64_t)(uintptr_t)addr)
-        return ibv_reg_mr(d->pd, addr, len, flags);
-    struct ibv_mr *mr = ibv_reg_mr_iova2(d->pd, addr, len, *iova, (unsigned)flags);
-    if (mr || (errno != EOPNOTSUPP && errno != EINVAL))
-        return mr;
-    *iova = (uint64_t)(uintptr_t)addr;
-    return ibv_reg_mr(d->pd, addr, len, flags);
-}
-
 static void errno_text(char *out, size_t len, const char *call, int en)
 {
     snprintf(out, len, "%s failed (errno %d, %s)", call, en, strerror(en));
@@ -83,7 +69,7 @@ static struct ibv_mr *reg_cuda(struct rw_vdev *d, const struct rw_mem *mem, int 
         }
         errno_text(dmabuf_why, sizeof(dmabuf_why), "ibv_reg_dmabuf_mr", en);
     }
-    mr = reg_pointer(d, mem->addr, mem->len, access, iova);
+    mr = rw_vmr_reg_at_iova(d, mem->addr, mem->len, access, iova);
     if (mr) {
         *path = RW_MEM_PATH_PEERMEM;
         rw_info("verbs: %s: CUDA memory %p+%zu (device %d) registered through nvidia-peermem; "

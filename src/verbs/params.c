@@ -133,3 +133,23 @@ int rw_env_uint(const char *name, unsigned long max, unsigned long *v)
     *v = x;
     return 1;
 }
+
+int rw_verbs_gid_override(int cfg_index, const char **src)
+{
+    unsigned long v;
+    int r;
+
+    if (cfg_index >= 0) {
+        *src = "the gid_index option";
+        return cfg_index;
+    }
+    r = rw_env_uint("RAILWIRE_GID_INDEX", 0xffff, &v);
+    if (r < 0)
+        return r;
+    if (r > 0) {
+        *src = "RAILWIRE_GID_INDEX";
+        return (int)v;
+    }
+    *src = NULL;
+    return -1;
+}

@@ -44,4 +44,10 @@ double rw_link_gbps(uint8_t active_speed, uint8_t active_width);
  * something else (logged, naming the variable). */
 int rw_env_uint(const char *name, unsigned long max, unsigned long *v);
 
+/* The GID index override in force: cfg_index if >= 0 ("the gid_index
+ * option"), else RAILWIRE_GID_INDEX if set, else -1.  *src names the source
+ * (static string, NULL for none).  Returns RAILWIRE_E_INVALID for a
+ * malformed environment value (logged). */
+int rw_verbs_gid_override(int cfg_index, const char **src);
+
 #endif

@@ -24,12 +24,6 @@ int rw_verbs_port_list(struct rw_devspec *out, size_t max);
  * Fills up to max entries; returns the count or an error. */
 int rw_verbs_default_places(struct rw_domain_place *out, unsigned max);
 
-/* The GID index override in force: cfg_index if >= 0 ("the gid_index
- * option"), else RAILWIRE_GID_INDEX if set, else -1.  *src names the source
- * (static string, NULL for none).  Returns RAILWIRE_E_INVALID for a
- * malformed environment value (logged). */
-int rw_verbs_gid_override(int cfg_index, const char **src);
-
 /* One GID of a port, for display. */
 struct rw_vgid_info {
     struct rw_gid_entry e;

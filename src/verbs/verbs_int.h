@@ -132,6 +132,11 @@ int rw_vmr_access(int access);
 /* The iova to register a region at: random for remotely accessible regions
  * (keeping the offset within a 2 MiB page), else addr (mr.c). */
 uint64_t rw_vmr_pick_iova(void *addr, int access);
+/* ibv_reg_mr of host memory or a device pointer at rw_vmr_pick_iova()'s
+ * iova (*iova); when the device refuses an iova, logs it and registers at
+ * the virtual address (*iova = addr).  Returns the MR or NULL (errno). */
+struct ibv_mr *rw_vmr_reg_at_iova(struct rw_vdev *d, void *addr, size_t len, int access,
+                                  uint64_t *iova);
 int rw_vep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_ep **out);
 int rw_vep_connect(struct rw_ep *ep, const struct rw_qp_id *remote, int timeout_ms);
 int rw_vep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n);
