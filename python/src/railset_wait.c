@@ -105,6 +105,22 @@ PyObject *rwpy_railset_poll(rwpy_railset *self, PyObject *args, PyObject *kw)
 /* What a wait() ended with. */
 enum { W_GOT, W_IDLE, W_TIMEOUT, W_SIGNAL, W_CLOSED, W_ERROR };
 
+/* GIL released, nothing ready yet: sleeps until something may be (at
+ * most until the deadline).  Returns W_TIMEOUT when the deadline passed,
+ * W_SIGNAL when a signal interrupted the sleep, W_CLOSED when the railset
+ * is closing, else W_GOT (look again). */
+static int wait_more(rwpy_railset *self, double deadline)
+{
+    int ms = ms_left(deadline);
+    if (ms == 0)
+        return W_TIMEOUT;
+    if (rwpy_sleep(self, ms))
+        return W_SIGNAL;
+    if (atomic_load(&self->closing))
+        return W_CLOSED;
+    return W_GOT;
+}
+
 /* GIL released: the body of wait(): takes up to max completions into out,
  * sleeping on the fd until one comes, the time runs out, nothing this
  * wait could return is pending (the synchronous helpers' transfers are
@@ -121,13 +137,9 @@ static int wait_loop(rwpy_railset *self, railwire_completion *out, size_t max, d
         long mine = (long)railwire_railset_pending(self->rs) - atomic_load(&self->sync_inflight);
         if (mine <= 0)
             return W_IDLE;
-        int ms = ms_left(deadline);
-        if (ms == 0)
-            return W_TIMEOUT;
-        if (rwpy_sleep(self, ms))
-            return W_SIGNAL;
-        if (atomic_load(&self->closing))
-            return W_CLOSED;
+        int why = wait_more(self, deadline);
+        if (why != W_GOT)
+            return why;
     }
 }
 
@@ -190,13 +202,9 @@ static int own_loop(rwpy_railset *self, railwire_handle h, double deadline, rail
             *status = rc;
             return W_ERROR;
         }
-        int ms = ms_left(deadline);
-        if (ms == 0)
-            return W_TIMEOUT;
-        if (rwpy_sleep(self, ms))
-            return W_SIGNAL;
-        if (atomic_load(&self->closing))
-            return W_CLOSED;
+        int why = wait_more(self, deadline);
+        if (why != W_GOT)
+            return why;
     }
 }
 
