@@ -55,6 +55,34 @@ static int to_init(struct rw_vep *ve)
     return 0;
 }
 
+/* The ep's completion channel (non-blocking) and its CQ of depth + 1
+ * entries.  Returns 0, or an error (logged) with neither left. */
+static int make_cq(struct rw_vep *ve, const char *name)
+{
+    struct rw_vdom *vd = ve->dom;
+    ve->ch = ibv_create_comp_channel(vd->dev->ctx);
+    if (!ve->ch) {
+        rw_err("verbs: %s: ibv_create_comp_channel failed (errno %d): check the open-files limit",
+               name, errno);
+        return RAILWIRE_E_VERBS;
+    }
+    int fl = fcntl(ve->ch->fd, F_GETFL);
+    if (fl < 0 || fcntl(ve->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        rw_err("verbs: %s: fcntl(O_NONBLOCK) on the completion channel failed (errno %d)",
+               name, errno);
+        ibv_destroy_comp_channel(ve->ch);
+        return RAILWIRE_E_SYSTEM;
+    }
+    ve->cq = ibv_create_cq(vd->dev->ctx, (int)ve->depth + 1, NULL, ve->ch, 0);
+    if (!ve->cq) {
+        rw_err("verbs: %s: ibv_create_cq(%u entries) failed (errno %d): lower the queue depth "
+               "or check the device's CQ limits", name, ve->depth + 1, errno);
+        ibv_destroy_comp_channel(ve->ch);
+        return RAILWIRE_E_VERBS;
+    }
+    return 0;
+}
+
 int rw_vep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_ep **out)
 {
     struct rw_vdom *vd = rw_container_of(dom, struct rw_vdom, base);
@@ -75,27 +103,9 @@ int rw_vep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struct rw_
         rc = RAILWIRE_E_NOMEM;
         goto err_free;
     }
-    ve->ch = ibv_create_comp_channel(vd->dev->ctx);
-    if (!ve->ch) {
-        rw_err("verbs: %s: ibv_create_comp_channel failed (errno %d): check the open-files limit",
-               dom->name, errno);
-        rc = RAILWIRE_E_VERBS;
+    rc = make_cq(ve, dom->name);
+    if (rc)
         goto err_ring;
-    }
-    int fl = fcntl(ve->ch->fd, F_GETFL);
-    if (fl < 0 || fcntl(ve->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-        rw_err("verbs: %s: fcntl(O_NONBLOCK) on the completion channel failed (errno %d)",
-               dom->name, errno);
-        rc = RAILWIRE_E_SYSTEM;
-        goto err_ch;
-    }
-    ve->cq = ibv_create_cq(vd->dev->ctx, (int)depth + 1, NULL, ve->ch, 0);
-    if (!ve->cq) {
-        rw_err("verbs: %s: ibv_create_cq(%u entries) failed (errno %d): lower the queue depth "
-               "or check the device's CQ limits", dom->name, depth + 1, errno);
-        rc = RAILWIRE_E_VERBS;
-        goto err_ch;
-    }
     memset(&qa, 0, sizeof(qa));
     qa.send_cq = ve->cq;
     qa.recv_cq = ve->cq;
@@ -133,7 +143,6 @@ err_qp:
     ibv_destroy_qp(ve->qp);
 err_cq:
     ibv_destroy_cq(ve->cq);
-err_ch:
     ibv_destroy_comp_channel(ve->ch);
 err_ring:
     free(ve->ring);
