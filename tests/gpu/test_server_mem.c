@@ -320,6 +320,12 @@ Test(gpu_server_mem, tiny_staging_bound_many_transfers)
     cr_assert_leq(st.staging_allocated, st.staging_bound, "allocated past the bound");
     cr_assert_gt(st.staging_allocated, 0);
     cr_assert_eq(st.staging_in_use, 0, "every chunk came back");
+    char text[16384];
+    ssize_t n = railwire_server_metrics(w.s, text, sizeof(text));
+    cr_assert(n > 0 && (size_t)n < sizeof(text));
+    cr_assert(strstr(text, "railwire_server_registrations_by_path{transport=\"tcp\",path=\"staged\"} 1\n"),
+              "%s", text);
+    cr_assert(strstr(text, "railwire_server_staging_bound_bytes 16384\n"), "%s", text);
     free(dev);
     free(srv);
     local_down(&w, &l);
@@ -353,6 +359,10 @@ Test(gpu_server_mem, host_descriptors_never_load_the_driver)
     cr_assert_eq(railwire_server_stats(w.s, &st, sizeof(st)), 0);
     cr_assert_eq(st.regs_host, 1);
     cr_assert_eq(st.staging_bound, 0, "no staging pool for host memory");
+    char text[16384];
+    cr_assert_gt(railwire_server_metrics(w.s, text, sizeof(text)), 0);
+    cr_assert(strstr(text, "path=\"host\"} 1\n"), "%s", text);
+    cr_assert_null(strstr(text, "railwire_server_staging_"), "%s", text);
     cr_assert_eq(rw_cuda_loaded(), 0, "host memory must not load the driver");
     cr_assert_eq(railwire_mr_deregister(mr), 0);
     railwire_railset_close(w.rs);
