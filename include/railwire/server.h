@@ -299,8 +299,12 @@ RAILWIRE_API int railwire_server_opts_init_sized(railwire_server_opts *o, size_t
 /* Registers the memory (once per domain), binds the listening port and
  * starts serving in one background thread (the event loop).  Returns 0,
  * RAILWIRE_E_INVALID (bad options, an allow entry that is not a CIDR block),
- * RAILWIRE_E_LIMIT (over max_bytes), RAILWIRE_E_CONNECT (cannot listen), or a
- * transport error.  On success *out is owned by the caller; release it with
+ * RAILWIRE_E_LIMIT (over max_bytes), RAILWIRE_E_CONNECT (cannot listen),
+ * RAILWIRE_E_NO_DEVICE (CUDA memory and no CUDA driver: the log names what
+ * was looked for), RAILWIRE_E_UNSUPPORTED (a memory kind the transport
+ * cannot carry, e.g. a DMA-BUF on tcp), or a transport or driver error
+ * (logged, naming each attempt and what to check).  On failure nothing is
+ * left behind.  On success *out is owned by the caller; release it with
  * railwire_server_destroy(). */
 RAILWIRE_API int railwire_server_create(const railwire_server_opts *o, railwire_server **out);
 

@@ -145,11 +145,10 @@ static int refill(struct rw_tcp_sst *s)
     return 0;
 }
 
-static enum rw_tcp_step copy_failed(struct rw_tcp_conn *c, const char **why)
+static enum rw_tcp_step copy_failed(const char **why)
 {
     *why = "a staging copy between CUDA memory and pinned host memory failed (the log "
            "above names the CUDA call and its CUresult)";
-    (void)c;
     return RW_TCP_S_CLOSE;
 }
 
@@ -166,7 +165,7 @@ enum rw_tcp_step rw_tcp_sst_window(struct rw_tcp_conn *c, size_t hdr, const uint
 {
     struct rw_tcp_sst *s = c->sst;
     if (pump(c) < 0 || refill(s) < 0)
-        return copy_failed(c, why);
+        return copy_failed(why);
     *avail = 0;
     if (s->head != s->tail && slot(s, s->head)->state == SL_READY) {
         struct sst_slot *sl = slot(s, s->head);
@@ -215,7 +214,7 @@ enum rw_tcp_step rw_tcp_sst_payload(struct rw_tcp_conn *c, int64_t now, uint64_t
 {
     struct rw_tcp_sst *s = c->sst;
     if (pump(c) < 0)
-        return copy_failed(c, why);
+        return copy_failed(why);
     while (c->left) {
         struct sst_slot *sl = filling(c);
         if (!sl)
@@ -239,12 +238,12 @@ enum rw_tcp_step rw_tcp_sst_payload(struct rw_tcp_conn *c, int64_t now, uint64_t
         sl->off += (uint32_t)k;
         c->left -= (uint64_t)k;
         if (sl->off == sl->len && flush(s, sl) < 0)
-            return copy_failed(c, why);
+            return copy_failed(why);
         if (*quantum == 0 && c->left)
             return RW_TCP_S_YIELD;
     }
     if (pump(c) < 0)
-        return copy_failed(c, why);
+        return copy_failed(why);
     if (s->head != s->tail)
         return wait_copy(c);
     s->wait_since_ns = 0;

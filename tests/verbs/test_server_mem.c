@@ -75,6 +75,7 @@ Test(verbs_server_mem, cuda_arena_through_dmabuf_or_peermem)
     cr_assert_eq(railwire_server_stats(srv, &st, sizeof(st)), 0);
     cr_assert_eq(st.regs_dmabuf + st.regs_peermem, so.n_devices);
     cr_assert_eq(st.regs_host + st.regs_staged, 0);
+    cr_assert_eq(st.staging_bound, 0, "verbs stages nothing: no pool is kept");
     cr_log_info("server CUDA arena: %llu dmabuf, %llu peermem",
                 (unsigned long long)st.regs_dmabuf, (unsigned long long)st.regs_peermem);
     char port[16];

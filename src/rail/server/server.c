@@ -227,6 +227,7 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
     rc = rw_parallel_for(nd, 1, open_domain, &ocx);
     if (rc < 0)
         goto fail;
+    rw_srv_mem_settle(srv);
     rc = rw_srv_loop_start(srv);
     if (rc < 0)
         goto fail;

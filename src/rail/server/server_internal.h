@@ -299,6 +299,10 @@ int rw_srv_mem_prepare(struct railwire_server *srv, const railwire_server_opts *
  * (logged). */
 int rw_srv_mem_register(struct railwire_server *srv, struct rw_domain *d, unsigned k, int access,
                         struct rw_mr **out);
+/* After every domain registered the memory: frees the staging pool when
+ * no registration took the staged path (verbs), so only a staging server
+ * reports staging_* and holds a pool. */
+void rw_srv_mem_settle(struct railwire_server *srv);
 /* Fills the regs_* and staging_* fields of *out. */
 void rw_srv_mem_stats(const struct railwire_server *srv, struct railwire_server_stats *out);
 /* Frees srv->mems and the staging pool (every domain closed first). */

@@ -207,6 +207,19 @@ int rw_srv_mem_register(struct railwire_server *srv, struct rw_domain *d, unsign
     return 0;
 }
 
+void rw_srv_mem_settle(struct railwire_server *srv)
+{
+    pthread_mutex_lock(&srv->stats_lock);
+    uint64_t staged = srv->st.regs_staged;
+    pthread_mutex_unlock(&srv->stats_lock);
+    if (staged || !srv->stage_pool)
+        return;
+    for (unsigned i = 0; i < srv->n_mems; i++)
+        srv->mems[i].stage_pool = NULL;
+    rw_stage_pool_destroy(srv->stage_pool);
+    srv->stage_pool = NULL;
+}
+
 void rw_srv_mem_stats(const struct railwire_server *srv, struct railwire_server_stats *out)
 {
     if (!srv->stage_pool)
