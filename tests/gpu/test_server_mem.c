@@ -323,8 +323,8 @@ Test(gpu_server_mem, tiny_staging_bound_many_transfers)
     char text[16384];
     ssize_t n = railwire_server_metrics(w.s, text, sizeof(text));
     cr_assert(n > 0 && (size_t)n < sizeof(text));
-    cr_assert(strstr(text, "railwire_server_registrations_by_path{transport=\"tcp\",path=\"staged\"} 1\n"),
-              "%s", text);
+    cr_assert(strstr(text, "railwire_server_registrations_by_path{transport=\"tcp\","
+                           "path=\"staged\"} 1\n"), "%s", text);
     cr_assert(strstr(text, "railwire_server_staging_bound_bytes 16384\n"), "%s", text);
     free(dev);
     free(srv);
