@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <railwire.h>
 
 #include "cuda_standin.h"
+#include "common/time.h"
 #include "gpu/cuda_driver.h"
 #include "gtest.h"
 
@@ -328,6 +330,57 @@ Test(gpu_server_mem, tiny_staging_bound_many_transfers)
     cr_assert(strstr(text, "railwire_server_staging_bound_bytes 16384\n"), "%s", text);
     free(dev);
     free(srv);
+    local_down(&w, &l);
+    world_down(&w);
+}
+
+/* Back-pressure made visible: with the stand-in's copies held (its gate),
+ * READs on 2 rails take every chunk of a 4-chunk pool and the next request
+ * finds none (staging_waits) while nothing is allocated past the bound;
+ * once the copies run, every transfer completes whole. */
+Test(gpu_server_mem, a_full_pool_makes_requests_wait)
+{
+    static struct world w;
+    enum { N = 8, LEN = 64 * 1024 };
+    world_up(&w, 2, 16u << 10);
+    standin_gate_fn gate = (standin_gate_fn)gt_standin_sym(STANDIN_GATE_SYM);
+    cr_assert_not_null(gate);
+    struct local l;
+    local_up(&w, &l, 0, (size_t)N * LEN); /* host: the client copies nothing */
+    railwire_op ops[N];
+    railwire_handle h[N];
+    for (int i = 0; i < N; i++)
+        ops[i] = (railwire_op){.opcode = RAILWIRE_OP_READ, .mr = l.mr,
+                               .local = l.host + (size_t)i * LEN, .length = LEN,
+                               .remote_offset = (uint64_t)i * LEN * 3, .user_data = (uint64_t)i};
+    gate(1);
+    cr_assert_eq(railwire_submit_batch(w.rs, ops, N, h), N);
+    struct railwire_server_stats st;
+    int64_t end = rw_now_ms() + 20000;
+    do {
+        cr_assert_eq(railwire_server_stats(w.s, &st, sizeof(st)), 0);
+        if (st.staging_waits > 0 && st.staging_in_use == st.staging_bound)
+            break;
+        usleep(2000);
+    } while (rw_now_ms() < end);
+    gate(0);
+    cr_assert_gt(st.staging_waits, 0, "no request waited for a chunk");
+    cr_assert_eq(st.staging_in_use, st.staging_bound, "the pool was not full");
+    cr_assert_leq(st.staging_allocated, st.staging_bound, "allocated past the bound");
+    for (int done = 0; done < N;) {
+        railwire_completion c[N];
+        int n = railwire_wait(w.rs, c, N, 30000);
+        cr_assert_gt(n, 0, "transfers stalled after the pool filled");
+        for (int k = 0; k < n; k++)
+            cr_assert_eq(c[k].status, 0, "%s", railwire_strerror(c[k].status));
+        done += n;
+    }
+    for (int i = 0; i < N; i++)
+        cr_assert(memcmp(l.host + (size_t)i * LEN, w.shadow + (size_t)i * LEN * 3, LEN) == 0,
+                  "READ %d differs", i);
+    cr_assert_eq(railwire_server_stats(w.s, &st, sizeof(st)), 0);
+    cr_assert_eq(st.staging_in_use, 0, "every chunk came back");
+    cr_assert_leq(st.staging_allocated, st.staging_bound);
     local_down(&w, &l);
     world_down(&w);
 }
