@@ -88,6 +88,12 @@ if [ -x "$tdir/verbs_mem" ] && [ -f "$tdir/librailwire_cuda_standin.so" ]; then
   step "suite verbs_mem" env RAILWIRE_TEST_STANDIN="$tdir/librailwire_cuda_standin.so" \
     "$tdir/verbs_mem" --jobs 1 --verbose=1 --xml="$out/verbs_mem.xml"
 fi
+# A verbs server publishing the stand-in's CUDA memory (public API).
+if [ -x "$tdir/verbs_server_mem" ] && [ -f "$tdir/librailwire_cuda_standin.so" ]; then
+  step "suite verbs_server_mem" env RAILWIRE_TEST_STANDIN="$tdir/librailwire_cuda_standin.so" \
+    RAILWIRE_TEST_GID_INDEX="$G" "$tdir/verbs_server_mem" --jobs 1 --verbose=1 \
+    --xml="$out/verbs_server_mem.xml"
+fi
 
 # ------------------------------------------- serve + bench, two processes
 port=7400

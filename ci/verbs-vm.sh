@@ -48,6 +48,10 @@ if [ -x "$build/tests/verbs/verbs_mem" ]; then
   cp "$build/tests/verbs/verbs_mem" "$stage/tests/verbs/"
   cp "$build"/tests/gpu/librailwire_cuda_standin.so "$stage/tests/verbs/" 2>/dev/null || true
 fi
+if [ -x "$build/tests/verbs/verbs_server_mem" ]; then
+  cp "$build/tests/verbs/verbs_server_mem" "$stage/tests/verbs/"
+  cp "$build"/tests/gpu/librailwire_cuda_standin.so "$stage/tests/verbs/" 2>/dev/null || true
+fi
 
 export RXEVM_CACHE=${RXEVM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/railwire-rxe-vm}
 export RXEVM_ACCEL=${RXEVM_ACCEL:-tcg}

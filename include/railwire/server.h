@@ -41,6 +41,7 @@
 
 #include <railwire/error.h>
 #include <railwire/export.h>
+#include <railwire/mem.h>
 #include <railwire/tls.h>
 #include <railwire/types.h>
 
@@ -144,6 +145,28 @@ typedef struct railwire_server_opts {
     uint32_t reserved1;                /* 0 (makes the tail padding a field: a member
                                           appended later starts past every byte an
                                           older caller's struct_size covers) */
+    /* Memory descriptors (include/railwire/mem.h, docs/gpu.md), so a server
+     * can publish GPU memory.  RO: n_layer_mems descriptors (1..4096), in
+     * order, replace layers (setting both is RAILWIRE_E_INVALID).  RW:
+     * arena_mem, when not NULL, replaces arena (setting both is
+     * RAILWIRE_E_INVALID).  HOST descriptors behave exactly as layers and
+     * arena; CUDA memory is registered through the transport (verbs:
+     * DMA-BUF, else nvidia-peermem; tcp: staged through pinned host
+     * buffers, the server's CPU never touching device memory).  The
+     * descriptors are borrowed for create only, the memory they describe
+     * must outlive the server. */
+    const railwire_mem *layer_mems;
+    unsigned n_layer_mems;
+    uint32_t reserved2;                /* 0 (padding made a field, as reserved1) */
+    const railwire_mem *arena_mem;
+    size_t staging_bytes;              /* tcp, CUDA memory: the most pinned host memory the
+                                          server holds to stage payloads between the device
+                                          and the sockets, shared by every session; chunks
+                                          of min(1 MiB, staging_bytes / 4) are allocated on
+                                          demand; when all are in use, requests wait for
+                                          one (back-pressure) and nothing more is
+                                          allocated.  0 = default (64 MiB); at least 16 KiB.
+                                          Unused without CUDA memory */
 } railwire_server_opts;
 
 /* Counters of one server, filled by railwire_server_stats() (a struct tag,
@@ -243,6 +266,19 @@ struct railwire_server_stats {
     uint64_t tls_reload_failures;  /* reloads that failed and kept the old credentials */
     uint64_t plain_at_tls;         /* TLS listener: clients that did not speak TLS */
     uint64_t tls_at_plain;         /* plain listener: clients that spoke TLS */
+    /* Registrations of the published memory at create, by the path each
+     * took (docs/gpu.md; they add up to registrations): regions x domains. */
+    uint64_t regs_host;            /* host memory */
+    uint64_t regs_dmabuf;          /* verbs: CUDA memory exported as a DMA-BUF, or a DMA-BUF */
+    uint64_t regs_peermem;         /* verbs: CUDA memory through nvidia-peermem */
+    uint64_t regs_staged;          /* tcp: CUDA memory staged through pinned host buffers */
+    /* tcp staging of CUDA memory (all 0 without CUDA memory). */
+    uint64_t staging_bound;        /* staging_bytes in force, rounded down to whole chunks */
+    uint64_t staging_chunk;        /* bytes per chunk */
+    uint64_t staging_allocated;    /* pinned bytes allocated so far (never above the bound) */
+    uint64_t staging_in_use;       /* bytes held by requests now (gauge) */
+    uint64_t staging_waits;        /* times a request asked for a chunk and found every
+                                      chunk in use (it waits and asks again) */
 };
 
 /* The smallest struct_size accepted: the fields up to and including the RW
@@ -263,8 +299,12 @@ RAILWIRE_API int railwire_server_opts_init_sized(railwire_server_opts *o, size_t
 /* Registers the memory (once per domain), binds the listening port and
  * starts serving in one background thread (the event loop).  Returns 0,
  * RAILWIRE_E_INVALID (bad options, an allow entry that is not a CIDR block),
- * RAILWIRE_E_LIMIT (over max_bytes), RAILWIRE_E_CONNECT (cannot listen), or a
- * transport error.  On success *out is owned by the caller; release it with
+ * RAILWIRE_E_LIMIT (over max_bytes), RAILWIRE_E_CONNECT (cannot listen),
+ * RAILWIRE_E_NO_DEVICE (CUDA memory and no CUDA driver: the log names what
+ * was looked for), RAILWIRE_E_UNSUPPORTED (a memory kind the transport
+ * cannot carry, e.g. a DMA-BUF on tcp), or a transport or driver error
+ * (logged, naming each attempt and what to check).  On failure nothing is
+ * left behind.  On success *out is owned by the caller; release it with
  * railwire_server_destroy(). */
 RAILWIRE_API int railwire_server_create(const railwire_server_opts *o, railwire_server **out);
 

@@ -14,6 +14,12 @@ class Server:
     mmaps of files, ...); layer i is layers[i].  arena: RW, one writable
     buffer.  The server holds every buffer, and a reference to its object,
     until close(); a client never touches memory after close() returns.
+    A layer or the arena may be GPU memory: an object with
+    __cuda_array_interface__ (CuPy, Numba, a CUDA torch tensor) is
+    published as CUDA memory, never read through the host by Python or
+    the CPU (verbs: DMA-BUF or nvidia-peermem; tcp: staged through at most
+    staging_bytes of pinned host memory, None = the library's 64 MiB;
+    docs/gpu.md).
 
     listen: "HOST:PORT" of the control port ("[::1]:0" for IPv6; port 0
     picks a free one, see .address).  rail_addrs: tcp, the addresses rail
@@ -37,13 +43,13 @@ class Server:
     def __init__(self, dialect, *, listen="127.0.0.1:0", layers=None, arena=None,
                  transport="auto", rail_addrs=None, max_clients=None, max_rails=None,
                  max_bytes=None, io_timeout=None, devices=None, gid_index=None,
-                 busy_poll_us=None, tls=None, tls_allow=None):
+                 busy_poll_us=None, tls=None, tls_allow=None, staging_bytes=None):
         d = dialect_value(dialect)
         host, port = split_hostport(listen, "listen")
         if layers is not None:
             layers = list(layers)
         for name, v in (("max_clients", max_clients), ("max_rails", max_rails),
-                        ("max_bytes", max_bytes)):
+                        ("max_bytes", max_bytes), ("staging_bytes", staging_bytes)):
             if v is not None and (not isinstance(v, int) or v < 1):
                 raise InvalidArgument("%s must be a positive int or None (got %r)" % (name, v))
         self._host = host
@@ -55,7 +61,8 @@ class Server:
             max_clients=max_clients or 0, max_rails=max_rails or 0, max_bytes=max_bytes or 0,
             io_timeout_ms=0 if io_timeout is None else ms(io_timeout, "io_timeout"),
             gid_index=-1 if gid_index is None else int(gid_index),
-            busy_poll_us=busy_poll(busy_poll_us), **server_kwargs(tls, tls_allow))
+            busy_poll_us=busy_poll(busy_poll_us), staging_bytes=staging_bytes or 0,
+            **server_kwargs(tls, tls_allow))
         self.dialect = "rw" if d == _railwire.DIALECT_RW else "ro"
 
     @property
@@ -71,6 +78,16 @@ class Server:
     @property
     def closed(self):
         return self._srv.closed
+
+    def stats(self):
+        """The server's counters (railwire_server_stats) as a dict of ints,
+        one key per field of struct railwire_server_stats: sessions,
+        refusals, data served, and for the published memory the
+        registrations by path (regs_host, regs_dmabuf, regs_peermem,
+        regs_staged) and the tcp staging of CUDA memory (staging_bound,
+        staging_chunk, staging_allocated, staging_in_use, staging_waits).
+        Raises railwire.Closed once closed."""
+        return self._srv.stats()
 
     def metrics(self):
         """The server's counters in the Prometheus text exposition format

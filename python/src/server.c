@@ -3,6 +3,7 @@
  * layers, or one RW arena).  It holds every buffer (and so its object)
  * until close(), which first stops the server, so no client can touch
  * memory that Python has freed.  railwire.Server wraps it. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,7 +72,7 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"dialect", "transport", "host", "port", "layers", "arena", "rail_addrs",
                              "devices", "max_clients", "max_rails", "max_bytes", "io_timeout_ms",
                              "gid_index", "busy_poll_us", "tls_cert", "tls_key", "tls_ca",
-                             "tls_psk", "tls_allow", NULL};
+                             "tls_psk", "tls_allow", "staging_bytes", NULL};
     railwire_tls_opts tls;
     PyObject *tls_allow = Py_None, *keep_t = NULL;
     const char *allow_v[RWPY_MAX_ADDRS];
@@ -80,20 +81,23 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
     const char *host, *port;
     PyObject *layers, *arena, *rail_addrs, *devices, *keep_a = NULL, *keep_d = NULL, *seq = NULL;
     unsigned max_clients, max_rails;
-    unsigned long long max_bytes;
+    unsigned long long max_bytes, staging_bytes = 0;
     const char *addr_v[RWPY_MAX_ADDRS], *dev_v[RWPY_MAX_ADDRS];
     railwire_region *regions = NULL;
+    railwire_mem *mems = NULL, arena_mem;
+    int any_cuda = 0;
     railwire_server_opts o;
     rwpy_server *s = NULL;
     int rc;
 
     (void)module;
     railwire_tls_opts_init(&tls);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iissOOOOIIKiii|zzzzO:_server_create", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iissOOOOIIKiii|zzzzOK:_server_create", kwlist,
                                      &dialect, &transport, &host, &port, &layers, &arena,
                                      &rail_addrs, &devices, &max_clients, &max_rails, &max_bytes,
                                      &io_timeout, &gid_index, &busy_poll_us, &tls.cert_file,
-                                     &tls.key_file, &tls.ca_file, &tls.psk_file, &tls_allow))
+                                     &tls.key_file, &tls.ca_file, &tls.psk_file, &tls_allow,
+                                     &staging_bytes))
         return NULL;
     railwire_server_opts_init(&o);
     if (addr_list(rail_addrs, "rail_addrs", addr_v, &o.n_rail_addrs, &keep_a) < 0 ||
@@ -124,7 +128,8 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
         Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
         s->bufs = PyMem_Calloc((size_t)n, sizeof(*s->bufs));
         regions = PyMem_Calloc((size_t)n, sizeof(*regions));
-        if (!s->bufs || !regions) {
+        mems = PyMem_Calloc((size_t)n, sizeof(*mems));
+        if (!s->bufs || !regions || !mems) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -132,13 +137,22 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
             if (rwpy_buf_acquire(PySequence_Fast_GET_ITEM(seq, i), 0, &s->bufs[i]) < 0)
                 goto fail;
             s->n_bufs++;
-            if (s->bufs[i].cuda)
-                goto cuda;
             regions[i].addr = s->bufs[i].addr;
             regions[i].len = s->bufs[i].len;
+            /* device memory is published as such, never read through the host */
+            railwire_mem_init(&mems[i]);
+            mems[i].kind = s->bufs[i].cuda ? RAILWIRE_MEM_CUDA : RAILWIRE_MEM_HOST;
+            mems[i].addr = s->bufs[i].addr;
+            mems[i].len = s->bufs[i].len;
+            any_cuda |= s->bufs[i].cuda;
         }
-        o.layers = regions;
-        o.n_layers = (unsigned)n;
+        if (any_cuda) {
+            o.layer_mems = mems;
+            o.n_layer_mems = (unsigned)n;
+        } else {
+            o.layers = regions;
+            o.n_layers = (unsigned)n;
+        }
     } else if (dialect == RAILWIRE_DIALECT_RW) {
         if (arena == Py_None || layers != Py_None) {
             rwpy_raise(RAILWIRE_E_INVALID, "dialect 'rw' serves arena=buffer (writable) and no layers");
@@ -152,10 +166,16 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
         if (rwpy_buf_acquire(arena, 1, &s->bufs[0]) < 0)
             goto fail;
         s->n_bufs = 1;
-        if (s->bufs[0].cuda)
-            goto cuda;
-        o.arena.addr = s->bufs[0].addr;
-        o.arena.len = s->bufs[0].len;
+        if (s->bufs[0].cuda) {
+            railwire_mem_init(&arena_mem);
+            arena_mem.kind = RAILWIRE_MEM_CUDA;
+            arena_mem.addr = s->bufs[0].addr;
+            arena_mem.len = s->bufs[0].len;
+            o.arena_mem = &arena_mem;
+        } else {
+            o.arena.addr = s->bufs[0].addr;
+            o.arena.len = s->bufs[0].len;
+        }
     } else {
         rwpy_raise(RAILWIRE_E_INVALID, "unknown dialect %d", dialect);
         goto fail;
@@ -175,6 +195,7 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
         o.io_timeout_ms = io_timeout;
     o.gid_index = gid_index;
     o.busy_poll_us = busy_poll_us;
+    o.staging_bytes = (size_t)staging_bytes;
     railwire_server *srv = NULL;
     Py_BEGIN_ALLOW_THREADS
     rc = railwire_server_create(&o, &srv);
@@ -191,18 +212,15 @@ PyObject *rwpy_server_create(PyObject *module, PyObject *args, PyObject *kw)
     Py_XDECREF(keep_d);
     Py_XDECREF(keep_t);
     PyMem_Free(regions);
+    PyMem_Free(mems);
     return (PyObject *)s;
-cuda:
-    /* The C server does not publish CUDA memory yet (docs/gpu.md): refuse
-     * before it could read device memory through the host. */
-    rwpy_raise(RAILWIRE_E_UNSUPPORTED, "Server: publishing CUDA memory (__cuda_array_interface__) "
-               "is not supported yet; publish host memory");
 fail:
     Py_XDECREF(seq);
     Py_XDECREF(keep_a);
     Py_XDECREF(keep_d);
     Py_XDECREF(keep_t);
     PyMem_Free(regions);
+    PyMem_Free(mems);
     Py_XDECREF(s);
     return NULL;
 }
@@ -252,6 +270,56 @@ static PyObject *server_metrics(rwpy_server *s, PyObject *noargs)
     return rwpy_metrics_str(n, text, what);
 }
 
+/* Server.stats(): railwire_server_stats() as a dict, one key per field of
+ * struct railwire_server_stats (include/railwire/server.h says what each
+ * counts), so a field added there is added to this table alone. */
+#define F(name) {#name, offsetof(struct railwire_server_stats, name)}
+static const struct {
+    const char *name;
+    size_t off;
+} stats_fields[] = {
+    F(sessions_live), F(sessions_lingering), F(pending), F(slots_held), F(rails_live),
+    F(accept_paused), F(accepted), F(sessions_opened), F(released_control_ended),
+    F(released_linger_expired), F(released_no_rail_attached), F(released_rails_closed),
+    F(released_server_stopping), F(rails_never_attached), F(rejected_allowlist),
+    F(rejected_per_peer), F(rejected_max_clients), F(rejected_rails), F(rejected_setup),
+    F(evicted), F(handshake_timeouts), F(handshake_failures), F(accept_errors), F(accept_pauses),
+    F(data_counted), F(requests_read), F(requests_written), F(bytes_read), F(bytes_written),
+    F(requests_refused), F(rails_attached), F(rails_waiting), F(rails_closed), F(rails_unknown),
+    F(registered_bytes), F(registrations), F(registration_ns), F(registration_max_ns),
+    F(queue_budget_bytes), F(queue_share_bytes), F(queued_bytes), F(queued_peak_bytes),
+    F(queue_evictions), F(queue_starved), F(released_displaced), F(tls), F(tls_handshakes),
+    F(tls_failures), F(rejected_identity), F(rejected_lockout), F(tls_gate_waits), F(tls_reloads),
+    F(tls_reload_failures), F(plain_at_tls), F(tls_at_plain), F(regs_host), F(regs_dmabuf),
+    F(regs_peermem), F(regs_staged), F(staging_bound), F(staging_chunk), F(staging_allocated),
+    F(staging_in_use), F(staging_waits),
+};
+#undef F
+
+static PyObject *server_stats(rwpy_server *s, PyObject *noargs)
+{
+    struct railwire_server_stats st;
+    (void)noargs;
+    if (!s->srv)
+        return rwpy_raise(RAILWIRE_E_CLOSED, "stats of the server on port %u", s->port);
+    int rc = railwire_server_stats(s->srv, &st, sizeof(st));
+    if (rc < 0)
+        return rwpy_raise(rc, "stats of the server on port %u", s->port);
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d && i < sizeof(stats_fields) / sizeof(stats_fields[0]); i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)&st + stats_fields[i].off, sizeof(v));
+        PyObject *o = PyLong_FromUnsignedLongLong(v);
+        if (!o || PyDict_SetItemString(d, stats_fields[i].name, o) < 0) {
+            Py_XDECREF(o);
+            Py_CLEAR(d);
+            break;
+        }
+        Py_DECREF(o);
+    }
+    return d;
+}
+
 static PyObject *server_get_closed(rwpy_server *s, void *c)
 {
     (void)c;
@@ -269,6 +337,8 @@ static PyMethodDef server_methods[] = {
      "Stops the server, ends every session and releases the buffers.  Idempotent."},
     {"metrics", (PyCFunction)(void (*)(void))server_metrics, METH_NOARGS,
      "The server's counters in the Prometheus text format (str)."},
+    {"stats", (PyCFunction)(void (*)(void))server_stats, METH_NOARGS,
+     "The server's counters (railwire_server_stats) as a dict."},
     {NULL, NULL, 0, NULL},
 };
 

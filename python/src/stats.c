@@ -40,7 +40,11 @@ PyObject *rwpy_rail_stats_to_dict(const railwire_rail_stats *s)
                                            : s->tls == RAILWIRE_RAIL_TLS_USER ? "user"
                                                                                : "off")) < 0 ||
         put(d, "tls_ktls", PyUnicode_FromString(
-                               (const char *const[]){"none", "send", "recv", "both"}[s->tls_ktls & 3u])) < 0) {
+                               (const char *const[]){"none", "send", "recv", "both"}[s->tls_ktls & 3u])) < 0 ||
+        put(d, "regs_host", PyLong_FromUnsignedLongLong(s->regs_host)) < 0 ||
+        put(d, "regs_dmabuf", PyLong_FromUnsignedLongLong(s->regs_dmabuf)) < 0 ||
+        put(d, "regs_peermem", PyLong_FromUnsignedLongLong(s->regs_peermem)) < 0 ||
+        put(d, "regs_staged", PyLong_FromUnsignedLongLong(s->regs_staged)) < 0) {
         Py_DECREF(d);
         return NULL;
     }

@@ -16,6 +16,7 @@
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_loop.h"
 #include "tcp/tcp_sock.h"
+#include "tcp/tcp_stage.h"
 
 void rw_tcp_refuse(int fd, struct rw_tls_conn *tls)
 {
@@ -54,7 +55,8 @@ static int build_keys(struct rw_tcp_srv_ep *ep, const struct rw_ep_cfg *cfg)
         }
         ep->keys[i] = (struct rw_tcp_key){.rkey = mr->rkey, .access = mr->access,
                                           .base = mr->remote_base, .len = mr->len,
-                                          .addr = mr->addr};
+                                          .addr = mr->addr, .stage_dev = -1};
+        rw_tcp_stage_mr_info(mr, &ep->keys[i].stage_pool, &ep->keys[i].stage_dev);
     }
     ep->n_keys = cfg->n_exposed;
     qsort(ep->keys, ep->n_keys, sizeof(*ep->keys), key_cmp);

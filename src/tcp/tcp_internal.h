@@ -63,7 +63,11 @@ struct rw_tcp_key {
     int access;
     uint64_t base;      /* remote_base */
     uint64_t len;
-    uint8_t *addr;
+    uint8_t *addr;      /* a device pointer when stage_pool is set: never dereferenced */
+    /* CUDA memory (path staged, tcp_serve_stage.c): the server's pinned
+     * pool (struct rw_stage_pool) and the CUDA device; NULL / -1 for host. */
+    void *stage_pool;
+    int stage_dev;
 };
 
 struct rw_tcp_sess;
@@ -86,7 +90,10 @@ enum rw_tcp_conn_wait {
     RW_TCP_W_OUT,      /* writable: the kernel's send queue is full */
     RW_TCP_W_CAP,      /* its own queue cap: bytes queued must drain first */
     RW_TCP_W_BUDGET,   /* the server-wide budget is used up */
+    RW_TCP_W_COPY,     /* a staging copy to complete, or a staging chunk to come back */
 };
+
+struct rw_tcp_sst;
 
 /* Staging buffer for request headers: read in bulk, at most this many
  * payload bytes are ever copied out of it. */
@@ -115,7 +122,10 @@ struct rw_tcp_conn {
     enum rw_tcp_conn_wait wait;
     /* the request in progress */
     struct rw_tcp_req req;
-    uint8_t *mem;                   /* where its payload lives; NULL = refused */
+    uint8_t *mem;                   /* where its payload lives; NULL = refused (a device
+                                       address when staged: never dereferenced) */
+    int staged;                     /* the request is on CUDA memory (tcp_serve_stage.c) */
+    struct rw_tcp_sst *sst;         /* owned: staging state, NULL until a staged request */
     uint64_t left;                  /* payload bytes still to receive / send */
     /* encoded response headers not yet sent: resp[resp_off, resp_len); the
      * answers without payload that precede the last one were held back

@@ -21,6 +21,7 @@
 #include "tcp/tcp_budget.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_loop.h"
+#include "tcp/tcp_serve_stage.h"
 
 #define LOUD_REFUSALS 3 /* refusals per connection logged as warnings */
 /* Largest READ payload whose answer may be sent with MSG_MORE (the same
@@ -31,7 +32,8 @@
 #define QUANTUM (2u << 20)           /* bytes moved per run before yielding */
 #define EVICT_MS 1000                /* stall that makes queued bytes evictable */
 
-enum step { S_CONT, S_WAIT, S_YIELD, S_CLOSE };
+enum step { S_CONT = RW_TCP_S_CONT, S_WAIT = RW_TCP_S_WAIT, S_YIELD = RW_TCP_S_YIELD,
+             S_CLOSE = RW_TCP_S_CLOSE };
 
 static const struct rw_tcp_key *find_key(const struct rw_tcp_srv_ep *ep, uint32_t rkey)
 {
@@ -52,9 +54,10 @@ static const struct rw_tcp_key *find_key(const struct rw_tcp_srv_ep *ep, uint32_
  * where its bytes live.  remote_addr is in the region's published (opaque)
  * base, translated here. */
 static uint8_t *check_access(const struct rw_tcp_srv_ep *ep, const struct rw_tcp_req *r,
-                             const char **why)
+                             const char **why, const struct rw_tcp_key **kp)
 {
     const struct rw_tcp_key *k = find_key(ep, r->rkey);
+    *kp = k;
     int need = r->op == RW_TCP_OP_WRITE ? RW_ACCESS_REMOTE_WRITE : RW_ACCESS_REMOTE_READ;
     uint64_t off;
 
@@ -194,7 +197,9 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
 {
     struct rw_tcp_req *r = &c->req;
     const char *refused = NULL;
+    const struct rw_tcp_key *k = NULL;
 
+    c->staged = 0;
     if (decode_staged(c, r)) {
         rw_warn_rl("tcp: qpn 0x%08x: malformed request (op %u, length %u); closing the rail "
                    "connection", (unsigned)c->ep->base.local.qpn, (unsigned)r->op,
@@ -204,9 +209,13 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
     }
     c->st_off += RW_TCP_REQ_SIZE;
     c->small_writes = r->op == RW_TCP_OP_WRITE && r->length <= RW_TCP_BULK_MAX;
-    c->mem = check_access(c->ep, r, &refused);
+    c->mem = check_access(c->ep, r, &refused, &k);
     if (!c->mem)
         log_refusal(c, r, refused);
+    else if (k->stage_pool && rw_tcp_sst_begin(c, k) < 0) {
+        *why = "the CUDA memory of the request could not be staged (see the log)";
+        return S_CLOSE;
+    }
     if (r->op == RW_TCP_OP_WRITE) {
         c->left = r->length;
         c->state = RW_TCP_C_WPAY;
@@ -218,18 +227,24 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
     return S_CONT;
 }
 
-static enum step recv_err(struct rw_tcp_conn *c, ssize_t k, int inside, const char **why)
+enum rw_tcp_step rw_tcp_conn_recv_err(struct rw_tcp_conn *c, ssize_t k, int inside,
+                                      const char **why)
 {
     if (k == 0) {
         *why = inside ? "the client closed the connection in the middle of a request" : "";
-        return S_CLOSE;
+        return RW_TCP_S_CLOSE;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
         c->wait = RW_TCP_W_IN;
-        return S_WAIT;
+        return RW_TCP_S_WAIT;
     }
     *why = "connection error or reset";
-    return S_CLOSE;
+    return RW_TCP_S_CLOSE;
+}
+
+static enum step recv_err(struct rw_tcp_conn *c, ssize_t k, int inside, const char **why)
+{
+    return (enum step)rw_tcp_conn_recv_err(c, k, inside, why);
 }
 
 static enum step step_header(struct rw_tcp_conn *c, int64_t now, const char **why)
@@ -269,6 +284,13 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
 {
     size_t n = staged(c) < c->left ? staged(c) : (size_t)c->left;
 
+    if (c->staged) {
+        enum rw_tcp_step s = rw_tcp_sst_payload(c, now, quantum, why);
+        if (s != RW_TCP_S_DONE)
+            return (enum step)s;
+        set_response(c, RW_TCP_ST_OK, 0);
+        return S_CONT;
+    }
     if (n) {
         if (c->mem) {
             memcpy(c->mem, c->st + c->st_off, n);
@@ -307,11 +329,20 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
         uint64_t total = hdr + c->left, cap, want, need, got;
         struct iovec iov[2];
         struct msghdr mh = {.msg_iov = iov};
+        const uint8_t *src = c->mem;
         ssize_t k;
 
         if (total == 0) {
             c->state = RW_TCP_C_HDR;
             return S_CONT;
+        }
+        if (c->staged && c->left) {
+            /* CUDA memory: only what a completed copy put in a chunk */
+            uint64_t avail;
+            enum rw_tcp_step s = rw_tcp_sst_window(c, hdr, &src, &avail, why);
+            if (s != RW_TCP_S_CONT)
+                return (enum step)s;
+            total = hdr + avail;
         }
         cap = rw_tcp_budget_cap(c->ep->sess);
         size_buffers(c, cap);
@@ -343,7 +374,7 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
         if (hdr > got)
             hdr = (size_t)got;
         iov[0] = (struct iovec){.iov_base = c->resp + c->resp_off, .iov_len = hdr};
-        iov[1] = (struct iovec){.iov_base = c->mem, .iov_len = (size_t)(got - hdr)};
+        iov[1] = (struct iovec){.iov_base = (void *)src, .iov_len = (size_t)(got - hdr)};
         mh.msg_iovlen = iov[1].iov_len ? 2 : 1;
         if (!hdr) {
             mh.msg_iov = &iov[1];
@@ -372,6 +403,8 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
             c->resp_off += (unsigned)k;
         } else {
             c->resp_off = c->resp_len;
+            if (c->staged)
+                rw_tcp_sst_sent(c, (uint64_t)k - hdr);
             c->mem += (size_t)k - hdr;
             c->left -= (uint64_t)k - hdr;
         }
@@ -421,7 +454,9 @@ void rw_tcp_conn_run(struct rw_tcp_conn *c)
         rw_tcp_loop_ready(c);
         return;
     }
-    if (c->wait == RW_TCP_W_CAP || c->wait == RW_TCP_W_BUDGET) {
+    if (c->wait == RW_TCP_W_COPY) {
+        rw_tcp_sst_resched(c);
+    } else if (c->wait == RW_TCP_W_CAP || c->wait == RW_TCP_W_BUDGET) {
         if (!c->on_tick || c->tick_backoff_ms > 2) {
             c->tick_backoff_ms = 1;
             rw_tcp_loop_tick_add(c, 1);
@@ -442,6 +477,12 @@ void rw_tcp_conn_tick(struct rw_tcp_conn *c, int64_t now)
     int drained = refresh(c, now);
     int max = 256;
 
+    if (c->wait == RW_TCP_W_COPY) {
+        /* the run polls the copies and reschedules itself */
+        rw_tcp_loop_tick_del(c);
+        rw_tcp_conn_run(c);
+        return;
+    }
     if (c->wait == RW_TCP_W_CAP || c->wait == RW_TCP_W_BUDGET) {
         rw_tcp_conn_run(c);
         if (c->state == RW_TCP_C_CLOSED)
@@ -466,7 +507,8 @@ void rw_tcp_conn_scan(struct rw_tcp_conn *c, int64_t now)
 {
     int io = c->ep->io_timeout_ms, evict = io / 2 < EVICT_MS ? io / 2 : EVICT_MS;
     int busy = (c->state == RW_TCP_C_HDR && staged(c) > 0) || c->state == RW_TCP_C_WPAY ||
-               (c->state == RW_TCP_C_TX && (c->wait == RW_TCP_W_OUT || c->wait == RW_TCP_W_CAP));
+               (c->state == RW_TCP_C_TX && (c->wait == RW_TCP_W_OUT || c->wait == RW_TCP_W_CAP ||
+                                            c->wait == RW_TCP_W_COPY));
     int64_t idle = now - c->last_progress_ms;
 
     if (busy && idle >= io) {
@@ -499,6 +541,7 @@ void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why)
     if (c->loop)
         rw_tcp_loop_forget(c);
     rw_tcp_tls_close(c->fd, c->tls);
+    rw_tcp_sst_close(c);
     c->tls = NULL;
     c->fd = -1;
     c->tls_retry = 0;

@@ -257,3 +257,12 @@ void rw_tcp_stage_ep_free(struct rw_tcp_cli_ep *ep)
     free(st);
     ep->stage = NULL;
 }
+
+void rw_tcp_stage_mr_info(const struct rw_mr *mr, void **pool, int *device)
+{
+    if (!mr || mr->mem_path != RW_MEM_PATH_STAGED)
+        return;
+    const struct stage_mr *m = (const struct stage_mr *)(const void *)mr;
+    *pool = m->pool;
+    *device = m->device;
+}

@@ -20,6 +20,10 @@ struct rw_mem;
 int rw_tcp_mr_reg_mem(struct rw_domain *dom, const struct rw_mem *mem, int access,
                       struct rw_mr **out);
 
+/* A staged registration's pool (struct rw_stage_pool) and CUDA device into
+ * *pool / *device; leaves them alone for any other registration. */
+void rw_tcp_stage_mr_info(const struct rw_mr *mr, void **pool, int *device);
+
 /* 1 if any of the n WRs uses a staged registration. */
 int rw_tcp_stage_any(const struct rw_wr *wrs, size_t n);
 

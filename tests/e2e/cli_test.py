@@ -270,6 +270,51 @@ def test_serve_bench_rw_verify():
         s.close()
 
 
+def test_serve_cuda_arena_bench_verify():
+    """`railwire serve --cuda 0`: the RW arena in (stand-in) CUDA memory,
+    staged by the tcp server through a 64 KiB pinned pool; bench verifies
+    READs of the filled arena and WRITE+READ round trips."""
+    standin = os.environ.get("RAILWIRE_TEST_CUDA_STANDIN", "")
+    if not standin:
+        raise Skip("the stand-in CUDA driver was not built")
+    old = os.environ.get("RAILWIRE_CUDA_LIBRARY")
+    os.environ["RAILWIRE_CUDA_LIBRARY"] = standin
+    try:
+        s = Serve(RW, ["--dialect", "rw", "--listen", "127.0.0.1:0", "--transport", "tcp",
+                       "--arena", "8M", "--fill", "--cuda", "0", "--staging", "64K"])
+    finally:
+        if old is None:
+            del os.environ["RAILWIRE_CUDA_LIBRARY"]
+        else:
+            os.environ["RAILWIRE_CUDA_LIBRARY"] = old
+    try:
+        check("path staged" in s.log(), s.log())
+        rc, j, _ = bench_json(RW, ["--connect", s.addr, "--rails", "2", "--read", "--verify",
+                                   "--dialect", "rw", "--transport", "tcp", "-s", "1M",
+                                   "-n", "20", "--span", "8M"], want_rc=0)
+        check(j["verify"] == "ok", j)
+        rc, j, _ = bench_json(RW, ["--connect", s.addr, "--rails", "2", "--write", "--verify",
+                                   "--transport", "tcp", "-s", "300K", "-q", "4", "-n", "16",
+                                   "--span", "8M"], want_rc=0)
+        check(j["verify"] == "ok", j)
+    finally:
+        s.close()
+    rc, out, err = run([RW, "serve", "--dialect", "ro", "--listen", "127.0.0.1:0", "--layer",
+                        "/dev/null", "--cuda", "0"])
+    check(rc == 2 and "--cuda" in err, (rc, err))
+    env_old = os.environ.get("RAILWIRE_CUDA_LIBRARY")
+    os.environ["RAILWIRE_CUDA_LIBRARY"] = "/nonexistent/libcuda-cli.so.1"
+    try:
+        rc, out, err = run([RW, "serve", "--dialect", "rw", "--listen", "127.0.0.1:0",
+                            "--arena", "1M", "--cuda", "0"])
+    finally:
+        if env_old is None:
+            del os.environ["RAILWIRE_CUDA_LIBRARY"]
+        else:
+            os.environ["RAILWIRE_CUDA_LIBRARY"] = env_old
+    check(rc == 1 and "/nonexistent/libcuda-cli.so.1" in err, (rc, err))
+
+
 def test_ipv6_listen_and_connect():
     try:
         t = socket.socket(socket.AF_INET6)

@@ -3,8 +3,9 @@
 is PROT_NONE to the CPU, so any host access by railwire crashes the test):
 an object exposing __cuda_array_interface__ over stand-in device memory
 registers as CUDA memory and round-trips through a tcp railset (staged),
-checked through the stand-in's own copies; a server refuses CUDA memory
-(not published yet)."""
+checked through the stand-in's own copies; a Server publishes CUDA layers
+and a CUDA arena (staged on tcp), READ and WRITE with host and CUDA
+clients."""
 import ctypes
 import os
 
@@ -76,8 +77,78 @@ def test_cuda_array_interface_round_trip(rw, arena):
     mr.close()
 
 
-def test_server_refuses_cuda_memory():
+def test_rail_stats_count_the_staged_registration(rw):
+    sd = Standin()
+    d = sd.alloc(8192)
+    mr = rw.register(DeviceArray(d, 8192))
+    for rail in rw.stats():
+        assert rail["regs_staged"] == 1
+        assert rail["regs_host"] + rail["regs_dmabuf"] + rail["regs_peermem"] == 0
+    mr.close()
+
+
+def test_server_publishes_a_cuda_arena():
+    """RW: the arena is CUDA memory; a host client and a CUDA client READ
+    and WRITE it, checked through the stand-in's copies."""
+    sd = Standin()
+    d = sd.alloc(N)
+    want = np.random.default_rng(3).integers(0, 256, N, dtype=np.uint8).tobytes()
+    sd.to_dev(d, want)
+    with railwire.Server("rw", arena=DeviceArray(d, N), transport="tcp",
+                         staging_bytes=256 << 10) as srv:
+        st = srv.stats()
+        assert st["regs_staged"] == 1 and st["regs_host"] == 0
+        assert st["staging_bound"] == 256 << 10
+        with railwire.connect(*srv.address, rails=2, dialect="rw", transport="tcp") as rs:
+            host = np.zeros(N, dtype=np.uint8)
+            mh = rs.register(host)
+            rs.read(mh, 0, N - 7, 7)
+            assert host[:N - 7].tobytes() == want[7:], "READ of a CUDA arena differs"
+            data = np.random.default_rng(4).integers(0, 256, 100_000, dtype=np.uint8)
+            host[:data.size] = data
+            rs.write(mh, 0, data.size, 12345)
+            assert sd.to_host(d + 12345, data.size) == data.tobytes(), "WRITE differs"
+            dl = sd.alloc(N)
+            md = rs.register(DeviceArray(dl, N))
+            rs.read(md, 0, N, 0)
+            want = want[:12345] + data.tobytes() + want[12345 + data.size:]
+            assert sd.to_host(dl, N) == want, "CUDA <- CUDA READ differs"
+            back = np.random.default_rng(5).integers(0, 256, 4096, dtype=np.uint8).tobytes()
+            sd.to_dev(dl, back)
+            rs.write(md, 0, 4096, N - 4096)
+            assert sd.to_host(d + N - 4096, 4096) == back, "CUDA -> CUDA WRITE differs"
+            md.close()
+            mh.close()
+        st = srv.stats()
+        assert st["staging_allocated"] <= st["staging_bound"]
+        assert st["staging_in_use"] == 0
+
+
+def test_server_publishes_cuda_layers_next_to_host_layers():
+    sd = Standin()
+    d = sd.alloc(65536)
+    want = bytes(range(256)) * 256
+    sd.to_dev(d, want)
+    hostl = np.arange(65536, dtype=np.uint8)[::-1].copy()
+    with railwire.Server("ro", layers=[DeviceArray(d, 65536), hostl], transport="tcp") as srv:
+        st = srv.stats()
+        assert (st["regs_staged"], st["regs_host"]) == (1, 1)
+        with railwire.connect(*srv.address, rails=1, dialect="ro", transport="tcp") as rs:
+            out = np.zeros(65536, dtype=np.uint8)
+            mr = rs.register(out)
+            rs.read(mr, 0, 65536, 0, layer=0)
+            assert out.tobytes() == want
+            rs.read(mr, 0, 65536, 0, layer=1)
+            assert out.tobytes() == hostl.tobytes()
+            mr.close()
+
+
+def test_server_rejects_a_read_only_cuda_arena():
     sd = Standin()
     d = sd.alloc(4096)
-    with pytest.raises(railwire.Error, match="CUDA"):
-        railwire.Server("rw", arena=DeviceArray(d, 4096), transport="tcp")
+
+    class ReadOnly:
+        __cuda_array_interface__ = {"data": (d, True), "shape": (4096,), "typestr": "|u1",
+                                    "strides": None, "version": 3}
+    with pytest.raises(railwire.Error):
+        railwire.Server("rw", arena=ReadOnly(), transport="tcp")

@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "tls_cli.h"
 #include "metrics_http.h"
+#include "serve_cuda.h"
 
 #define SERVE_MAX_ADDRS 64
 #define SERVE_MAX_LISTEN 16
@@ -47,6 +48,16 @@ static const char serve_usage[] =
     "  --arena SIZE           RW: arena size, e.g. 64M, 1G (K/M/G/T suffixes)\n"
     "  --fill                 RW: fill the arena with the bench pattern (seed 0) so\n"
     "                         `railwire bench --read --verify` can check it\n"
+    "  --cuda N               RW: allocate the arena in the memory of CUDA device N\n"
+    "                         (cuMemAlloc through the driver loaded at run time:\n"
+    "                         libcuda.so.1, or the file RAILWIRE_CUDA_LIBRARY names)\n"
+    "                         and publish it as CUDA memory: verbs registers it as\n"
+    "                         a DMA-BUF, else through nvidia-peermem; tcp stages it\n"
+    "                         through pinned host memory (see docs/gpu.md).  --fill\n"
+    "                         copies the pattern in through the driver\n"
+    "  --staging SIZE         tcp with --cuda: the most pinned host memory used to\n"
+    "                         stage payloads (default 64M, at least 16K); when it is\n"
+    "                         all in use, requests wait for it\n"
     "  --rail-addr ADDR       tcp: address a rail listener binds to (repeatable;\n"
     "                         rail i uses the (i mod n)-th; default: HOST)\n"
     "  --transport T          tcp, verbs or auto (default auto: verbs if an active\n"
@@ -165,13 +176,15 @@ int cmd_serve(int argc, char **argv)
     enum { O_DIALECT = 256, O_LISTEN, O_LAYER, O_ARENA, O_FILL, O_RAIL_ADDR, O_TRANSPORT,
            O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT, O_LINGER,
            O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW, O_METRICS, O_BUSY_POLL,
-           O_TLS_ALLOW };
+           O_TLS_ALLOW, O_CUDA, O_STAGING };
     static const struct option longopts[] = {
         {"dialect", required_argument, NULL, O_DIALECT},
         {"listen", required_argument, NULL, O_LISTEN},
         {"layer", required_argument, NULL, O_LAYER},
         {"arena", required_argument, NULL, O_ARENA},
         {"fill", no_argument, NULL, O_FILL},
+        {"cuda", required_argument, NULL, O_CUDA},
+        {"staging", required_argument, NULL, O_STAGING},
         {"rail-addr", required_argument, NULL, O_RAIL_ADDR},
         {"transport", required_argument, NULL, O_TRANSPORT},
         {"device", required_argument, NULL, O_DEVICE},
@@ -206,7 +219,9 @@ int cmd_serve(int argc, char **argv)
     railwire_region *regions = NULL;
     unsigned n_mapped = 0;
     void *arena = NULL;
-    uint64_t arena_size = 0, max_bytes = 0, total = 0;
+    uint64_t arena_size = 0, max_bytes = 0, total = 0, staging = 0;
+    int cuda_dev = -1;
+    railwire_mem arena_mem;
     int have_dialect = 0, fill = 0, verbose = 0, rc = 2, c;
     char hosts[SERVE_MAX_LISTEN][256], port[16] = "", where[300], sz[32];
     const char *host_ptrs[SERVE_MAX_LISTEN];
@@ -271,6 +286,15 @@ int cmd_serve(int argc, char **argv)
             break;
         case O_FILL:
             fill = 1;
+            break;
+        case O_CUDA:
+            if (tool_parse_uint(optarg, "--cuda", 0, 1023, &v) < 0)
+                return 2;
+            cuda_dev = (int)v;
+            break;
+        case O_STAGING:
+            if (tool_parse_size(optarg, "--staging", 0, &staging) < 0)
+                return 2;
             break;
         case O_RAIL_ADDR:
         case O_DEVICE:
@@ -394,6 +418,11 @@ int cmd_serve(int argc, char **argv)
         fprintf(stderr, "error: --dialect rw takes --arena SIZE (and no --layer)\n");
         return 2;
     }
+    if ((cuda_dev >= 0 || staging) && o.dialect != RAILWIRE_DIALECT_RW) {
+        fprintf(stderr, "error: --cuda and --staging are for --dialect rw (the arena)\n");
+        return 2;
+    }
+    o.staging_bytes = (size_t)staging;
 
     railwire_log_set_sink(tool_log_sink, stderr);
     if (verbose)
@@ -423,6 +452,16 @@ int cmd_serve(int argc, char **argv)
         }
         o.layers = regions;
         o.n_layers = n_layer_paths;
+    } else if (cuda_dev >= 0) {
+        if (serve_cuda_arena(cuda_dev, (size_t)arena_size, fill, &arena) < 0)
+            goto out;
+        railwire_mem_init(&arena_mem);
+        arena_mem.kind = RAILWIRE_MEM_CUDA;
+        arena_mem.addr = arena;
+        arena_mem.len = (size_t)arena_size;
+        arena_mem.device = cuda_dev;
+        o.arena_mem = &arena_mem;
+        total = arena_size;
     } else {
         arena = mmap(NULL, (size_t)arena_size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -481,7 +520,8 @@ int cmd_serve(int argc, char **argv)
         printf("listening on %s (dialect ro, %u layer%s, %s)\n", where, n_mapped,
                n_mapped == 1 ? "" : "s", sz);
     else
-        printf("listening on %s (dialect rw, arena %s%s)\n", where, sz, fill ? ", pattern-filled" : "");
+        printf("listening on %s (dialect rw, arena %s%s%s)\n", where, sz,
+               cuda_dev >= 0 ? " of CUDA memory" : "", fill ? ", pattern-filled" : "");
     for (unsigned i = 1; i < n_hosts; i++) {
         tool_format_hostport(where, sizeof(where), hosts[i], railwire_server_port(srv));
         printf("also listening on %s\n", where);
@@ -527,7 +567,9 @@ out:
         munmap(layers[i].addr, layers[i].len);
     free(layers);
     free(regions);
-    if (arena)
+    if (arena && cuda_dev >= 0)
+        serve_cuda_free(cuda_dev, arena);
+    else if (arena)
         munmap(arena, (size_t)arena_size);
     railwire_log_set_sink(NULL, NULL);
     return rc;

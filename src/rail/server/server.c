@@ -19,38 +19,14 @@
 
 #define RW_SERVER_BACKLOG 1024
 
+/* Everything but the published memory (server_mem.c checks that). */
 static int check_opts(const railwire_server_opts *o)
 {
-    uint64_t total = 0;
     if (rw_busy_poll_check("server", o->busy_poll_us) < 0)
         return RAILWIRE_E_INVALID;
-    if (o->dialect == RAILWIRE_DIALECT_RO) {
-        if (!o->layers || o->n_layers == 0 || o->n_layers > RW_MAX_LAYERS) {
-            rw_err("server: the RO dialect needs 1..%d layers (got %u)", RW_MAX_LAYERS,
-                   o->n_layers);
-            return RAILWIRE_E_INVALID;
-        }
-        for (unsigned i = 0; i < o->n_layers; i++) {
-            if (!o->layers[i].addr || o->layers[i].len == 0) {
-                rw_err("server: layer %u is empty", i);
-                return RAILWIRE_E_INVALID;
-            }
-            total += o->layers[i].len;
-        }
-    } else if (o->dialect == RAILWIRE_DIALECT_RW) {
-        if (!o->arena.addr || o->arena.len == 0) {
-            rw_err("server: the RW dialect needs an arena");
-            return RAILWIRE_E_INVALID;
-        }
-        total = o->arena.len;
-    } else {
+    if (o->dialect != RAILWIRE_DIALECT_RO && o->dialect != RAILWIRE_DIALECT_RW) {
         rw_err("server: unknown dialect %d", (int)o->dialect);
         return RAILWIRE_E_INVALID;
-    }
-    if (o->max_bytes && total > o->max_bytes) {
-        rw_err("server: %llu bytes to publish exceed the cap of %llu bytes (max_bytes)",
-               (unsigned long long)total, (unsigned long long)o->max_bytes);
-        return RAILWIRE_E_LIMIT;
     }
     if ((o->n_rail_addrs && !o->rail_addrs) || (o->n_devices && !o->devices)) {
         rw_err("server: n_rail_addrs %u / n_devices %u given without the array", o->n_rail_addrs,
@@ -128,7 +104,7 @@ static int open_domain(void *arg, unsigned i)
                dc.device ? dc.device : "(default)", railwire_error_class(rc));
         return rc;
     }
-    unsigned n = srv->dialect == RAILWIRE_DIALECT_RO ? o->n_layers : 1;
+    unsigned n = srv->n_mems;
     d->mrs = calloc(n, sizeof(*d->mrs));
     d->descs = calloc(n, sizeof(*d->descs));
     if (!d->mrs || !d->descs) {
@@ -137,22 +113,12 @@ static int open_domain(void *arg, unsigned i)
     }
     d->n = n;
     for (unsigned k = 0; k < n; k++) {
-        const railwire_region *reg =
-            srv->dialect == RAILWIRE_DIALECT_RO ? &o->layers[k] : &o->arena;
         int access = srv->dialect == RAILWIRE_DIALECT_RO
                          ? RW_ACCESS_REMOTE_READ
                          : RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE;
-        uint64_t t0 = rw_now_ns();
-        rc = srv->ops->mr_reg(d->dom, reg->addr, reg->len, access, &d->mrs[k]);
-        if (rc == 0)
-            rw_srv_count_registration(srv, reg->len, rw_now_ns() - t0);
-        if (rc < 0) {
-            d->mrs[k] = NULL;
-            rw_err("server: registering %s %u (%zu bytes) on %s failed (%s)",
-                   srv->dialect == RAILWIRE_DIALECT_RO ? "layer" : "arena", k, reg->len,
-                   d->dom->name, railwire_error_class(rc));
+        rc = rw_srv_mem_register(srv, d->dom, k, access, &d->mrs[k]);
+        if (rc < 0)
             return rc;
-        }
         d->descs[k].base_addr = d->mrs[k]->remote_base;
         d->descs[k].rkey = d->mrs[k]->rkey;
     }
@@ -221,6 +187,9 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
     rc = rw_srv_allow_parse(srv, o->allow, o->n_allow);
     if (rc < 0)
         goto fail;
+    rc = rw_srv_mem_prepare(srv, o);
+    if (rc < 0)
+        goto fail;
     rc = rw_srv_tls_init(srv, o);
     if (rc < 0)
         goto fail;
@@ -258,6 +227,7 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
     rc = rw_parallel_for(nd, 1, open_domain, &ocx);
     if (rc < 0)
         goto fail;
+    rw_srv_mem_settle(srv);
     rc = rw_srv_loop_start(srv);
     if (rc < 0)
         goto fail;
@@ -291,6 +261,7 @@ void railwire_server_destroy(railwire_server *srv)
         for (unsigned i = srv->n_doms; i-- > 0;)
             close_domain(srv->ops, &srv->doms[i]);
     rw_srv_peers_free(srv);
+    rw_srv_mem_free(srv);
     free(srv->doms);
     free(srv->defaults);
     free(srv->allow);

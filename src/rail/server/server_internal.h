@@ -151,6 +151,10 @@ struct railwire_server {
     struct rw_srv_tls *tls;   /* owned; NULL: a plain listener (server_tls.c) */
     struct rw_srv_domain *doms;
     unsigned n_doms;
+    /* The published memory (server_mem.c): RO one per layer, RW the arena. */
+    struct rw_mem *mems;      /* owned, n_mems entries */
+    unsigned n_mems;
+    struct rw_stage_pool *stage_pool; /* owned: pinned staging of CUDA memory, NULL without */
     int lfd[RW_SERVER_MAX_LISTENERS]; /* control listeners, all on `port` */
     struct rw_srv_ev lev[RW_SERVER_MAX_LISTENERS];
     unsigned n_lfd;
@@ -298,6 +302,30 @@ void rw_srv_count(struct railwire_server *srv, size_t field, int64_t d);
 #define RW_ST(f) offsetof(struct railwire_server_stats, f)
 /* Counts one registration of the published memory: bytes, and ns it took. */
 void rw_srv_count_registration(struct railwire_server *srv, uint64_t bytes, uint64_t ns);
+
+/* ---- server_mem.c: the published memory (docs/gpu.md) */
+struct rw_stage_pool;
+/* Checks the layers / layer_mems / arena / arena_mem of *o (mixing a
+ * region list and descriptors is an error naming both fields; a bad
+ * descriptor names its field) and the max_bytes cap, and fills srv->mems;
+ * creates srv->stage_pool (staging_bytes) when any memory is CUDA.
+ * Returns 0, RAILWIRE_E_INVALID, RAILWIRE_E_LIMIT, or the driver's error
+ * (RAILWIRE_E_NO_DEVICE without one), all logged. */
+int rw_srv_mem_prepare(struct railwire_server *srv, const railwire_server_opts *o);
+/* Registers srv->mems[k] on domain d with `access` (host memory through
+ * ops->mr_reg as always, other kinds through ops->mr_reg_mem), counts and
+ * logs its kind and path.  Returns 0 and *out, or the transport's error
+ * (logged). */
+int rw_srv_mem_register(struct railwire_server *srv, struct rw_domain *d, unsigned k, int access,
+                        struct rw_mr **out);
+/* After every domain registered the memory: frees the staging pool when
+ * no registration took the staged path (verbs), so only a staging server
+ * reports staging_* and holds a pool. */
+void rw_srv_mem_settle(struct railwire_server *srv);
+/* Fills the regs_* and staging_* fields of *out. */
+void rw_srv_mem_stats(const struct railwire_server *srv, struct railwire_server_stats *out);
+/* Frees srv->mems and the staging pool (every domain closed first). */
+void rw_srv_mem_free(struct railwire_server *srv);
 /* Loop thread: refreshes the rails_attached/waiting/closed/unknown gauges
  * from the live sessions' eps. */
 void rw_srv_rail_census(struct railwire_server *srv);

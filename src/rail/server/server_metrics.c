@@ -22,6 +22,7 @@ enum row_flags {
     ROW_TRANSPORT = 1, /* prepend transport="..." to the labels */
     ROW_DATA = 2,      /* only where the transport counts the data path (tcp) */
     ROW_NS = 4,        /* the field holds nanoseconds: rendered as seconds */
+    ROW_STAGING = 8,   /* only where CUDA memory is staged (a staging pool exists) */
 };
 
 struct srv_row {
@@ -168,6 +169,26 @@ static const struct srv_row rows[] = {
     {"railwire_server_registration_max_seconds", "gauge",
      "The longest single registration of the published memory.", NULL,
      S(registration_max_ns), ROW_TRANSPORT | ROW_NS},
+    {"railwire_server_registrations_by_path", "gauge",
+     "Registrations of the published memory by the path each took (docs/gpu.md): host memory, a DMA-BUF (verbs), nvidia-peermem (verbs), or staged through pinned host memory (tcp).",
+     "path=\"host\"", S(regs_host), ROW_TRANSPORT},
+    {"railwire_server_registrations_by_path", NULL, NULL, "path=\"dmabuf\"", S(regs_dmabuf),
+     ROW_TRANSPORT},
+    {"railwire_server_registrations_by_path", NULL, NULL, "path=\"peermem\"", S(regs_peermem),
+     ROW_TRANSPORT},
+    {"railwire_server_registrations_by_path", NULL, NULL, "path=\"staged\"", S(regs_staged),
+     ROW_TRANSPORT},
+    {"railwire_server_staging_bound_bytes", "gauge",
+     "The most pinned host memory the server stages CUDA memory through (staging_bytes, in whole chunks).",
+     NULL, S(staging_bound), ROW_STAGING},
+    {"railwire_server_staging_allocated_bytes", "gauge",
+     "Pinned staging memory allocated so far (never above the bound).", NULL,
+     S(staging_allocated), ROW_STAGING},
+    {"railwire_server_staging_in_use_bytes", "gauge",
+     "Pinned staging memory held by requests now.", NULL, S(staging_in_use), ROW_STAGING},
+    {"railwire_server_staging_waits_total", "counter",
+     "Times a request found every staging chunk in use and waited (back-pressure).", NULL,
+     S(staging_waits), ROW_STAGING},
 };
 
 ssize_t railwire_server_metrics(const railwire_server *srv, char *buf, size_t size)
@@ -188,6 +209,8 @@ ssize_t railwire_server_metrics(const railwire_server *srv, char *buf, size_t si
         const struct srv_row *r = &rows[i];
         uint64_t val;
         if ((r->flags & ROW_DATA) && !v.st.data_counted)
+            continue;
+        if ((r->flags & ROW_STAGING) && !v.st.staging_bound)
             continue;
         if (strcmp(r->name, last)) {
             /* The first row of a family carries its type and help. */

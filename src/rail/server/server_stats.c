@@ -90,6 +90,7 @@ int railwire_server_stats(const railwire_server *srv, struct railwire_server_sta
     out->queued_peak_bytes = sum.queued_peak;
     out->queue_evictions = sum.queue_evictions;
     out->queue_starved = sum.queue_starved;
+    rw_srv_mem_stats(srv, out);
     rw_struct_out(caller, size, &snap, sizeof(snap));
     return 0;
 }
