@@ -19,10 +19,43 @@
 #include "tls/tls_conn_int.h"
 #include "tls/tls_util.h"
 
+/* Set in a railwire thread that blocks SIGPIPE for good
+ * (rw_tls_thread_hold_sigpipe): the per-call guard is then not needed. */
+static _Thread_local int tl_pipe_held;
+
+void rw_tls_thread_hold_sigpipe(void)
+{
+    sigset_t pipe;
+
+    if (tl_pipe_held)
+        return;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (pthread_sigmask(SIG_BLOCK, &pipe, NULL) == 0)
+        tl_pipe_held = 1;
+}
+
+/* Consumes a SIGPIPE pending on a thread that holds it blocked for good
+ * (raised by a write to a closed socket: nobody waits for it). */
+static void drain_held_sigpipe(void)
+{
+    sigset_t pipe, pending;
+    struct timespec zero = {0, 0};
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+        while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR) {
+        }
+}
+
 void rw_tls_sigpipe_enter(struct rw_tls_sigpipe *g)
 {
     sigset_t pipe, pending;
 
+    g->held = tl_pipe_held;
+    if (g->held)
+        return; /* no system call on the data path of railwire's threads */
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     sigpending(&pending);
@@ -34,6 +67,8 @@ void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g)
 {
     sigset_t pipe, pending;
 
+    if (g->held)
+        return;
     if (!g->was_pending) {
         sigemptyset(&pipe);
         sigaddset(&pipe, SIGPIPE);
@@ -45,6 +80,12 @@ void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g)
         }
     }
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+void rw_tls_sigpipe_failed(const struct rw_tls_sigpipe *g)
+{
+    if (g->held)
+        drain_held_sigpipe();
 }
 
 static void peer_addr(struct rw_tls_conn *c)
@@ -128,6 +169,11 @@ int rw_tls_conn_new(struct rw_tls_creds *creds, int fd, const char *host,
         return RAILWIRE_E_NOMEM;
     }
     SSL_set_app_data(c->ssl, &c->note);
+    /* The size of the read buffer allocated when the record layer is made:
+     * with read-ahead (rw_tls_conn_read_ahead, for bulk rails) one
+     * recv then brings in several records instead of two recvs per record
+     * (header, then body). */
+    SSL_set_default_read_buffer_len(c->ssl, RW_TLS_READ_BUF);
     if (c->role == RW_TLS_CLIENT) {
         SSL_set_connect_state(c->ssl);
         rc = set_name(c, host);
@@ -168,6 +214,7 @@ void rw_tls_conn_shutdown(struct rw_tls_conn *c)
     ERR_clear_error();
     pthread_mutex_unlock(&c->lock);
     rw_tls_sigpipe_leave(&g);
+    rw_tls_sigpipe_failed(&g); /* close_notify to a peer that is gone */
 }
 
 static void copy_asn1(char *dst, size_t cap, const ASN1_STRING *s)
@@ -215,6 +262,14 @@ static void handshake_done(struct rw_tls_conn *c)
     }
     c->ktls_send = BIO_get_ktls_send(SSL_get_wbio(c->ssl)) ? 1 : 0;
     c->ktls_recv = BIO_get_ktls_recv(SSL_get_rbio(c->ssl)) ? 1 : 0;
+}
+
+void rw_tls_conn_read_ahead(struct rw_tls_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->hs_done && !c->ktls_recv)
+        SSL_set_read_ahead(c->ssl, 1);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* Server: the first bytes must start a TLS handshake record. */
@@ -285,6 +340,8 @@ int rw_tls_conn_handshake_step(struct rw_tls_conn *c)
     }
     pthread_mutex_unlock(&c->lock);
     rw_tls_sigpipe_leave(&g);
+    if (rc < 0 && rc != RW_TLS_WANT_READ && rc != RW_TLS_WANT_WRITE)
+        rw_tls_sigpipe_failed(&g);
     return rc;
 }
 

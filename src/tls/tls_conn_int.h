@@ -11,6 +11,10 @@
 /* The largest write coalesced from several iovecs into one record. */
 #define RW_TLS_STAGE 16384
 
+/* The read buffer of a connection once the handshake is done (user-space
+ * receive reads ahead into it): four full records and their overhead. */
+#define RW_TLS_READ_BUF (4u * (16384u + 256u))
+
 struct rw_tls_conn {
     pthread_mutex_t lock;   /* serialises every OpenSSL call on ssl */
     SSL *ssl;
@@ -35,9 +39,14 @@ struct rw_tls_conn {
 struct rw_tls_sigpipe {
     sigset_t old;
     int was_pending;
+    int held; /* the thread blocks SIGPIPE for good: enter/leave do nothing */
 };
 void rw_tls_sigpipe_enter(struct rw_tls_sigpipe *g);
 void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g);
+/* After a call that failed (not a would-block): on a thread that holds
+ * SIGPIPE blocked for good, consumes the SIGPIPE the failed write may have
+ * left pending. */
+void rw_tls_sigpipe_failed(const struct rw_tls_sigpipe *g);
 
 /* Records the failure of an OpenSSL call that returned SSL_get_error() ==
  * ssl_err (called with the lock held, right after the call, so that the
