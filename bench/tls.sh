@@ -2,10 +2,14 @@
 # The performance ratios of issue 18, each measured in the same run and
 # interleaved round by round (so a busy machine slows both sides of a ratio
 # alike): encrypted 1-rail 1 MiB READ against bench/tls_ref (one OpenSSL
-# TLS 1.3 connection streaming 1 MiB records over loopback, same cipher),
+# TLS 1.3 connection streaming 1 MiB records over loopback, same cipher;
+# also with --read-ahead, reading as railwire's rails do),
 # encrypted against plain (1 MiB READ and WRITE on 1 and 2 rails, 4 KiB
 # READ at depth 64), and connect time with and without TLS (1 and 8
-# rails).  Prints each round's ratios, then min / median / max per ratio.
+# rails).  Prints each round's ratios, then min / median / max per ratio,
+# then the heal time plain and over TLS (PSK) from bench/heal_bench.c
+# (HEAL_REPS repetitions, default 100; its --cert/--key/--ca measure the
+# certificate case).
 # Nothing here asserts a figure.
 #
 #   bash bench/tls.sh                    # 5 rounds of 2 s per measurement
@@ -17,10 +21,11 @@ build="${BUILD_DIR:-$root/build-bench}"
 rounds="${ROUNDS:-5}"
 secs="${SECONDS_EACH:-2}"
 conn_iters="${CONNECT_ITERS:-5}"
+heal_reps="${HEAL_REPS:-100}"
 
 if [ -z "${BUILD_DIR:-}" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRAILWIRE_TESTS=ON >/dev/null
-  cmake --build "$build" --target railwire_tls_ref railwire_cli -j2 >/dev/null
+  cmake --build "$build" --target railwire_tls_ref railwire_cli railwire_heal_bench -j2 >/dev/null
 fi
 cli="$build/tools/railwire/railwire"
 ref="$build/bench/railwire_tls_ref"
@@ -52,8 +57,10 @@ res="$tmp/ratios.txt"
 for ((r = 1; r <= rounds; r++)); do
   refg=$("$ref" -s 1M -D "$secs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["gbps"])')
   t1r=$(bench_gbps --tls --rails 1 --read -s 1M -q 8 -D "$secs")
-  echo "round $r: tls_ref $refg GB/s, railwire TLS 1 rail 1 MiB READ $t1r GB/s"
+  refa=$("$ref" -s 1M -D "$secs" --read-ahead | python3 -c 'import json,sys; print(json.load(sys.stdin)["gbps"])')
+  echo "round $r: tls_ref $refg GB/s (read-ahead: $refa), railwire TLS 1 rail 1 MiB READ $t1r GB/s"
   echo "tls_read_1rail_vs_ref $(ratio "$t1r" "$refg")" >>"$res"
+  echo "tls_read_1rail_vs_ref_read_ahead $(ratio "$t1r" "$refa")" >>"$res"
   for rails in 1 2; do
     for op in read write; do
       p=$(bench_gbps --rails "$rails" --"$op" -s 1M -q 8 -D "$secs")
@@ -84,3 +91,7 @@ for line in open(sys.argv[1]):
 for k, v in rows.items():
     print(f"  {k:36s} {min(v):.3f} {statistics.median(v):.3f} {max(v):.3f}")
 EOF
+echo
+echo "== heal time (rail loss to replacement in service, heal backoff 1 ms)"
+"$build/bench/railwire_heal_bench" --reps "$heal_reps" 2>/dev/null
+"$build/bench/railwire_heal_bench" --reps "$heal_reps" --psk "$tmp/psk.txt" 2>/dev/null
