@@ -9,11 +9,14 @@
  * certificate made in memory, blocking sockets with 4 MiB buffers and
  * TCP_NODELAY, SSL_OP_ENABLE_KTLS unless --no-ktls (kernel TLS engages
  * where the kernel has it).  One thread writes, the other reads.
+ * --read-ahead makes the reader read ahead into a 64 KiB buffer, as
+ * railwire's rails do (without it: two recvs per record, OpenSSL's default).
  * Prints one JSON object:
  *   {"mode":"tls-stream","cipher":"TLS_AES_128_GCM_SHA256","size":1048576,
  *    "seconds":2.0,"bytes":N,"gbps":X,"ktls_send":false,"ktls_recv":false}
  * ("gbps" is GB/s, 1e9 bytes a second, as in rr_ref.)
- * usage: railwire_tls_ref [-s SIZE] [-D SECONDS] [--cipher NAME] [--no-ktls] */
+ * usage: railwire_tls_ref [-s SIZE] [-D SECONDS] [--cipher NAME] [--no-ktls]
+ *                         [--read-ahead] */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -38,6 +41,7 @@ struct ref_cfg {
     double seconds;
     const char *cipher;
     int ktls;
+    int read_ahead;
 };
 
 struct ref_server {
@@ -167,9 +171,11 @@ static int parse(int argc, char **argv, struct ref_cfg *cfg)
             cfg->cipher = argv[++i];
         } else if (!strcmp(argv[i], "--no-ktls")) {
             cfg->ktls = 0;
+        } else if (!strcmp(argv[i], "--read-ahead")) {
+            cfg->read_ahead = 1;
         } else {
             fprintf(stderr, "usage: railwire_tls_ref [-s SIZE] [-D SECONDS] [--cipher NAME] "
-                            "[--no-ktls]\n");
+                            "[--no-ktls] [--read-ahead]\n");
             return -1;
         }
     }
@@ -178,7 +184,7 @@ static int parse(int argc, char **argv, struct ref_cfg *cfg)
 
 int main(int argc, char **argv)
 {
-    struct ref_cfg cfg = {1u << 20, 2.0, "TLS_AES_128_GCM_SHA256", 1};
+    struct ref_cfg cfg = {1u << 20, 2.0, "TLS_AES_128_GCM_SHA256", 1, 0};
     struct ref_server srv = {0};
     SSL_CTX *sctx, *cctx;
     SSL *cli;
@@ -199,6 +205,11 @@ int main(int argc, char **argv)
     cli = SSL_new(cctx);
     if (!srv.ssl || !cli || !SSL_set_fd(srv.ssl, sfd) || !SSL_set_fd(cli, cfd))
         die("SSL objects");
+    if (cfg.read_ahead) {
+        /* As railwire's rails read: several records per recv. */
+        SSL_set_default_read_buffer_len(cli, 4 * (16384 + 256));
+        SSL_set_read_ahead(cli, 1);
+    }
     pthread_create(&th, NULL, serve, &srv);
     if (SSL_connect(cli) != 1)
         die("handshake");

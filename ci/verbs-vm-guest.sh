@@ -7,8 +7,8 @@
 #
 # Steps: `railwire devices`; the verbs suites; `railwire serve` + `railwire
 # bench --verify` as separate processes (RW and RO, 1 and 2 rails); the
-# benchmark against perftest (RAILWIRE_VM_BENCH=0 skips it); the link-down
-# suite.  Exit status 0 only if every step passed.
+# benchmark against perftest (RAILWIRE_VM_BENCH=0 skips it); TLS
+# (ci/verbs-vm-tls-guest.sh); the link-down suite.  Exit status 0 only if every step passed.
 set -u
 build=${1:?usage: verbs-vm-guest.sh BUILD_DIR}
 rw=$build/tools/railwire/railwire
@@ -143,6 +143,8 @@ two_process() {
   return $rc
 }
 step "railwire serve + railwire bench --verify (separate processes)" two_process
+step "TLS: verbs control connection (PSK), tcp rails with and without kernel TLS" \
+  bash "$(dirname "${BASH_SOURCE[0]}")/verbs-vm-tls-guest.sh" "$build"
 
 # ---------------------------------------------------------------- bench
 # MB/s by wall clock, setup excluded, median of ROUNDS interleaved rounds:

@@ -166,6 +166,12 @@ static void handle_hello(struct rw_tcp_domain *d, struct pending *p)
         count_failure(d, &ss, peer);
         return;
     }
+#if RAILWIRE_HAVE_TLS
+    /* The hello was the last exact-length read: the ep's loop reads until
+     * would-block, so records may be read ahead from here on. */
+    if (p->tls)
+        rw_tls_conn_read_ahead(p->tls);
+#endif
     pthread_mutex_lock(&d->lock);
     ok = rw_tcp_srv_offer_locked(d, p->fd, p->tls, &h);
     pthread_mutex_unlock(&d->lock);

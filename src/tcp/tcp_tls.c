@@ -84,8 +84,10 @@ int rw_tcp_send_verdict(int fd, struct rw_tls_conn *tls, uint8_t v)
 ssize_t rw_tcp_conn_recv(struct rw_tcp_conn *c, void *buf, size_t n)
 {
 #if RAILWIRE_HAVE_TLS
-    if (c->tls)
+    if (c->tls) {
+        rw_tls_thread_hold_sigpipe(); /* a server loop thread (tcp_serve.c) */
         return tls_result(c, rw_tls_read(c->tls, buf, n));
+    }
 #endif
     return recv(c->fd, buf, n, MSG_DONTWAIT);
 }
@@ -93,8 +95,10 @@ ssize_t rw_tcp_conn_recv(struct rw_tcp_conn *c, void *buf, size_t n)
 ssize_t rw_tcp_conn_sendmsg(struct rw_tcp_conn *c, const struct msghdr *mh, int flags)
 {
 #if RAILWIRE_HAVE_TLS
-    if (c->tls)
+    if (c->tls) {
+        rw_tls_thread_hold_sigpipe(); /* a server loop thread (tcp_serve.c) */
         return tls_result(c, rw_tls_writev(c->tls, mh->msg_iov, (int)mh->msg_iovlen));
+    }
 #endif
     return sendmsg(c->fd, mh, flags);
 }
@@ -105,6 +109,7 @@ ssize_t rw_tcp_rx_recv(struct rw_tcp_rx *rx, void *buf, size_t n)
 {
 #if RAILWIRE_HAVE_TLS
     if (rx->tls) {
+        rw_tls_thread_hold_sigpipe(); /* the rail's loop thread (tcp_cli_rx.c) */
         ssize_t k = rw_tls_read(rx->tls, buf, n);
         if (k >= 0)
             return k;
@@ -184,6 +189,9 @@ int rw_tcp_cli_tls_dial(struct rw_tcp_domain *d, int fd, const uint8_t *hello, s
         rw_tls_conn_free(t);
         return rc == RAILWIRE_E_CLOSED ? RAILWIRE_E_CONNECT : rc;
     }
+    /* The exact-length reads are over: the rail's loop reads until
+     * would-block from here on. */
+    rw_tls_conn_read_ahead(t);
     *out = t;
     return 0;
 #else

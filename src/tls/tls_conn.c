@@ -100,6 +100,11 @@ int rw_tls_conn_new(struct rw_tls_creds *creds, int fd, const char *host,
         return RAILWIRE_E_NOMEM;
     }
     SSL_set_app_data(c->ssl, &c->note);
+    /* The size of the read buffer allocated when the record layer is made:
+     * with read-ahead (rw_tls_conn_read_ahead, for bulk rails) one
+     * recv then brings in several records instead of two recvs per record
+     * (header, then body). */
+    SSL_set_default_read_buffer_len(c->ssl, RW_TLS_READ_BUF);
     if (c->role == RW_TLS_CLIENT) {
         SSL_set_connect_state(c->ssl);
         rc = set_name(c, host);
@@ -140,6 +145,7 @@ void rw_tls_conn_shutdown(struct rw_tls_conn *c)
     ERR_clear_error();
     pthread_mutex_unlock(&c->lock);
     rw_tls_sigpipe_leave(&g);
+    rw_tls_sigpipe_failed(&g); /* close_notify to a peer that is gone */
 }
 
 static void copy_asn1(char *dst, size_t cap, const ASN1_STRING *s)
@@ -187,6 +193,14 @@ static void handshake_done(struct rw_tls_conn *c)
     }
     c->ktls_send = BIO_get_ktls_send(SSL_get_wbio(c->ssl)) ? 1 : 0;
     c->ktls_recv = BIO_get_ktls_recv(SSL_get_rbio(c->ssl)) ? 1 : 0;
+}
+
+void rw_tls_conn_read_ahead(struct rw_tls_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->hs_done && !c->ktls_recv)
+        SSL_set_read_ahead(c->ssl, 1);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* Server: the first bytes must start a TLS handshake record. */
@@ -257,6 +271,8 @@ int rw_tls_conn_handshake_step(struct rw_tls_conn *c)
     }
     pthread_mutex_unlock(&c->lock);
     rw_tls_sigpipe_leave(&g);
+    if (rc < 0 && rc != RW_TLS_WANT_READ && rc != RW_TLS_WANT_WRITE)
+        rw_tls_sigpipe_failed(&g);
     return rc;
 }
 

@@ -115,6 +115,21 @@ ssize_t rw_tls_writev(struct rw_tls_conn *c, const struct iovec *iov, int iovcnt
 /* Non-zero when OpenSSL holds received bytes not yet returned by read. */
 int rw_tls_conn_pending(struct rw_tls_conn *c);
 
+/* Turns on read-ahead once the handshake is done and the receive side is in
+ * user space (no effect otherwise): a recv then brings in as many records
+ * as fit the connection's read buffer instead of two recvs per record.
+ * Call it when the connection goes to a loop that reads until
+ * RW_TLS_WANT_READ (edge-triggered: bytes read ahead raise no edge), after
+ * any exact-length blocking reads, so that nothing is read ahead of them. */
+void rw_tls_conn_read_ahead(struct rw_tls_conn *c);
+
+/* For railwire's own threads only (event loops, never an application's
+ * thread): blocks SIGPIPE in the calling thread for good, so that reads and
+ * writes on TLS connections from this thread skip the per-call signal-mask
+ * guard (four system calls a call otherwise).  A SIGPIPE such a thread
+ * raises is consumed after the failed call.  Cheap to call again. */
+void rw_tls_thread_hold_sigpipe(void);
+
 /* Waits until the socket is ready for `want` (RW_TLS_WANT_READ or
  * RW_TLS_WANT_WRITE) or deadline_ms.  Returns 0, RAILWIRE_E_TIMEOUT or
  * RAILWIRE_E_IO. */

@@ -12,6 +12,10 @@
 /* The largest write coalesced from several iovecs into one record. */
 #define RW_TLS_STAGE 16384
 
+/* The read buffer of a connection once the handshake is done (user-space
+ * receive reads ahead into it): four full records and their overhead. */
+#define RW_TLS_READ_BUF (4u * (16384u + 256u))
+
 struct rw_tls_conn {
     pthread_mutex_t lock;   /* serialises every OpenSSL call on ssl */
     SSL *ssl;

@@ -98,7 +98,11 @@ static int ctx_base(struct rw_tls_creds *c)
                rw_tls_ossl_errors(why, sizeof(why)));
         return RAILWIRE_E_UNSUPPORTED;
     }
-    SSL_CTX_set_options(c->ctx, SSL_OP_ENABLE_KTLS);
+    /* RAILWIRE_TLS_KTLS=0 keeps the record layer in user space (to compare
+     * kernel TLS with OpenSSL's, docs/security.md "Kernel TLS"). */
+    const char *ktls = getenv("RAILWIRE_TLS_KTLS");
+    if (!ktls || strcmp(ktls, "0") != 0)
+        SSL_CTX_set_options(c->ctx, SSL_OP_ENABLE_KTLS);
     SSL_CTX_set_mode(c->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_clear_mode(c->ctx, SSL_MODE_AUTO_RETRY);
     SSL_CTX_set_session_cache_mode(c->ctx, SSL_SESS_CACHE_OFF);

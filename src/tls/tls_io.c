@@ -97,6 +97,8 @@ ssize_t rw_tls_readv(struct rw_tls_conn *c, const struct iovec *iov, int iovcnt)
 out:
     pthread_mutex_unlock(&c->lock);
     rw_tls_sigpipe_leave(&g);
+    if (r < 0 && r != RW_TLS_WANT_READ && r != RW_TLS_WANT_WRITE)
+        rw_tls_sigpipe_failed(&g); /* an alert sent to a closed socket */
     /* What was read is returned first; an error or end repeats next call. */
     return total > 0 ? total : r;
 }
@@ -156,6 +158,8 @@ ssize_t rw_tls_writev(struct rw_tls_conn *c, const struct iovec *iov, int iovcnt
     r = writev_locked(c, iov, iovcnt);
     pthread_mutex_unlock(&c->lock);
     rw_tls_sigpipe_leave(&g);
+    if (r < 0 && r != RW_TLS_WANT_READ && r != RW_TLS_WANT_WRITE)
+        rw_tls_sigpipe_failed(&g);
     return r;
 }
 

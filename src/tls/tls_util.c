@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "tls/tls_util.h"
+#include "tls/tls_conn.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/err.h>
 
@@ -60,10 +62,43 @@ char *rw_tls_strdup(const char *s, int *fail)
     return d;
 }
 
+/* Set in a railwire thread that blocks SIGPIPE for good
+ * (rw_tls_thread_hold_sigpipe): the per-call guard is then not needed. */
+static _Thread_local int tl_pipe_held;
+
+void rw_tls_thread_hold_sigpipe(void)
+{
+    sigset_t pipe;
+
+    if (tl_pipe_held)
+        return;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (pthread_sigmask(SIG_BLOCK, &pipe, NULL) == 0)
+        tl_pipe_held = 1;
+}
+
+/* Consumes a SIGPIPE pending on a thread that holds it blocked for good
+ * (raised by a write to a closed socket: nobody waits for it). */
+static void drain_held_sigpipe(void)
+{
+    sigset_t pipe, pending;
+    struct timespec zero = {0, 0};
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+        while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR) {
+        }
+}
+
 void rw_tls_sigpipe_enter(struct rw_tls_sigpipe *g)
 {
     sigset_t pipe, pending;
 
+    g->held = tl_pipe_held;
+    if (g->held)
+        return; /* no system call on the data path of railwire's threads */
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     sigpending(&pending);
@@ -75,6 +110,8 @@ void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g)
 {
     sigset_t pipe, pending;
 
+    if (g->held)
+        return;
     if (!g->was_pending) {
         sigemptyset(&pipe);
         sigaddset(&pipe, SIGPIPE);
@@ -87,3 +124,10 @@ void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g)
     }
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
+
+void rw_tls_sigpipe_failed(const struct rw_tls_sigpipe *g)
+{
+    if (g->held)
+        drain_held_sigpipe();
+}
+

@@ -24,8 +24,13 @@ char *rw_tls_strdup(const char *s, int *fail);
 struct rw_tls_sigpipe {
     sigset_t old;
     int was_pending;
+    int held; /* the thread blocks SIGPIPE for good: enter/leave do nothing */
 };
 void rw_tls_sigpipe_enter(struct rw_tls_sigpipe *g);
 void rw_tls_sigpipe_leave(struct rw_tls_sigpipe *g);
+/* After a call that failed (not a would-block): on a thread that holds
+ * SIGPIPE blocked for good, consumes the SIGPIPE the failed write may have
+ * left pending. */
+void rw_tls_sigpipe_failed(const struct rw_tls_sigpipe *g);
 
 #endif

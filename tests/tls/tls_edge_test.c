@@ -225,3 +225,35 @@ Test(tls_edge, write_to_closed_peer_raises_no_sigpipe)
     cr_assert(rc == RAILWIRE_E_IO || rc == RAILWIRE_E_TLS, "rc %d", rc);
     tls_pair_close(&p);
 }
+
+/* A railwire thread that holds SIGPIPE blocked (rw_tls_thread_hold_sigpipe,
+ * the event loops) skips the per-call guard: writing to a closed peer is
+ * still an error, never a signal, and no SIGPIPE is left pending. */
+Test(tls_edge, held_thread_write_to_closed_peer_leaves_no_sigpipe)
+{
+    struct tls_pair p;
+    static char big[1 << 20];
+    sigset_t pending;
+    int rc = 0;
+
+    struct rw_tls_creds *cc = cli_creds(), *sc = srv_creds();
+
+    signal(SIGPIPE, SIG_DFL);
+    rw_tls_thread_hold_sigpipe();
+    tls_pair_open(&p, cc, sc, "server.test", 0);
+    rw_tls_creds_unref(cc);
+    rw_tls_creds_unref(sc);
+    tls_pair_handshake(&p, 5000);
+    cr_assert_eq(p.crc, 0);
+    cr_assert_eq(p.src, 0);
+    rw_tls_conn_free(p.srv);
+    p.srv = NULL;
+    close(p.sfd);
+    p.sfd = -1;
+    for (int i = 0; i < 64 && rc == 0; i++)
+        rc = rw_tls_write_full(p.cli, big, sizeof(big), rw_now_ms() + 5000);
+    cr_assert(rc == RAILWIRE_E_IO || rc == RAILWIRE_E_TLS, "rc %d", rc);
+    cr_assert_eq(sigpending(&pending), 0);
+    cr_assert(!sigismember(&pending, SIGPIPE), "a SIGPIPE was left pending");
+    tls_pair_close(&p);
+}

@@ -42,6 +42,26 @@ static void rail_labels(struct rw_mtext *m, const railwire_rail_stats *s)
     rw_mt_printf(m, "\"}");
 }
 
+static const char *tls_mode(uint32_t tls)
+{
+    switch (tls) {
+    case RAILWIRE_RAIL_TLS_OFF:
+        return "off";
+    case RAILWIRE_RAIL_TLS_USER:
+        return "user";
+    case RAILWIRE_RAIL_TLS_KERNEL:
+        return "kernel";
+    default:
+        return "unknown";
+    }
+}
+
+static const char *ktls_dirs(uint32_t k)
+{
+    static const char *const names[4] = {"none", "send", "recv", "both"};
+    return names[k & (RAILWIRE_KTLS_SEND | RAILWIRE_KTLS_RECV)];
+}
+
 ssize_t railwire_railset_metrics(const railwire_railset *rs, char *buf, size_t size)
 {
     railwire_rail_stats *st;
@@ -84,6 +104,15 @@ ssize_t railwire_railset_metrics(const railwire_railset *rs, char *buf, size_t s
         rw_mt_printf(&m, "railwire_client_rail_control_up");
         rail_labels(&m, &st[i]);
         rw_mt_printf(&m, " %d\n", st[i].control_up ? 1 : 0);
+    }
+    rw_mt_family(&m, "railwire_client_rail_tls", "gauge",
+                 "Always 1: the rail's TLS mode in the labels (mode off, user or kernel; ktls "
+                 "the directions the kernel holds: none, send, recv or both).");
+    for (int i = 0; i < n; i++) {
+        rw_mt_printf(&m, "railwire_client_rail_tls{rail=\"%u\",device=\"", st[i].index);
+        rw_mt_label_value(&m, st[i].name);
+        rw_mt_printf(&m, "\",mode=\"%s\",ktls=\"%s\"} 1\n", tls_mode(st[i].tls),
+                     ktls_dirs(st[i].tls_ktls));
     }
     for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
         rw_mt_family(&m, rows[r].name, rows[r].type, rows[r].help);

@@ -18,11 +18,12 @@
 static uint8_t arena[1 << 20];
 static uint8_t local[256 << 10];
 
-static railwire_server *start_server(void)
+static railwire_server *start_server_tls(const railwire_tls_opts *tls)
 {
     railwire_server_opts o;
     railwire_server *srv = NULL;
     railwire_server_opts_init(&o);
+    o.tls = tls;
     o.dialect = RAILWIRE_DIALECT_RW;
     o.transport = RAILWIRE_TRANSPORT_TCP;
     o.listen_host = "127.0.0.1";
@@ -31,18 +32,30 @@ static railwire_server *start_server(void)
     return srv;
 }
 
-static railwire_railset *connect_client(railwire_server *srv, unsigned rails)
+static railwire_server *start_server(void)
+{
+    return start_server_tls(NULL);
+}
+
+static railwire_railset *connect_client_tls(railwire_server *srv, unsigned rails,
+                                            const railwire_tls_opts *tls)
 {
     railwire_railset_opts o;
     railwire_railset *rs = NULL;
     char port[16];
     railwire_railset_opts_init(&o);
+    o.tls = tls;
     o.dialect = RAILWIRE_DIALECT_RW;
     o.transport = RAILWIRE_TRANSPORT_TCP;
     o.n_rails = rails;
     snprintf(port, sizeof(port), "%u", railwire_server_port(srv));
     cr_assert_eq(railwire_railset_connect("127.0.0.1", port, &o, &rs), 0);
     return rs;
+}
+
+static railwire_railset *connect_client(railwire_server *srv, unsigned rails)
+{
+    return connect_client_tls(srv, rails, NULL);
 }
 
 /* The whole text of a renderer, malloc'ed. */
@@ -168,6 +181,9 @@ Test(metrics, server_and_client_count_what_was_moved)
     cr_assert_eq(r0 + r1, 3.0 * 4096);
     cr_assert_eq(value_of(c, "railwire_client_rails{transport=\"tcp\",state=\"up\"}"), 2);
     cr_assert_eq(value_of(c, "railwire_client_rail_up{rail=\"1\",device=\"tcp:127.0.0.1\"}"), 1);
+    cr_assert_eq(value_of(c, "railwire_client_rail_tls{rail=\"1\",device=\"tcp:127.0.0.1\","
+                             "mode=\"off\",ktls=\"none\"}"),
+                 1, "client text:\n%s", c);
     char info[128];
     snprintf(info, sizeof(info), "railwire_build_info{version=\"%s\",verbs=\"%s\"}",
              RAILWIRE_VERSION, RAILWIRE_HAVE_VERBS ? "yes" : "no");
@@ -247,3 +263,43 @@ Test(metrics, server_text_at_every_buffer_size)
     free(full);
     railwire_server_destroy(srv);
 }
+
+#if RAILWIRE_HAVE_TLS
+/* Over TLS (a PSK) every rail's TLS gauge says which side seals its
+ * records: user space, or the kernel where it took the record layer, with
+ * the directions the rail's stats report. */
+Test(metrics, rail_tls_mode_follows_the_rail_stats)
+{
+    char psk[] = "/tmp/rw_metrics_psk_XXXXXX";
+    int fd = mkstemp(psk);
+    cr_assert_geq(fd, 0);
+    const char line[] = "metrics:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
+    cr_assert_eq(write(fd, line, sizeof(line) - 1), (ssize_t)sizeof(line) - 1);
+    close(fd);
+    railwire_tls_opts t;
+    railwire_tls_opts_init(&t);
+    t.psk_file = psk;
+    railwire_server *srv = start_server_tls(&t);
+    railwire_railset *rs = connect_client_tls(srv, 2, &t);
+    railwire_rail_stats st[2];
+    cr_assert_eq(railwire_railset_stats(rs, st, 2, sizeof(st[0])), 2);
+    char *c = render(rs_fn, rs);
+    assert_help_and_type(c);
+    for (unsigned i = 0; i < 2; i++) {
+        static const char *const dirs[4] = {"none", "send", "recv", "both"};
+        char key[200];
+        cr_assert_neq(st[i].tls, RAILWIRE_RAIL_TLS_OFF);
+        snprintf(key, sizeof(key),
+                 "railwire_client_rail_tls{rail=\"%u\",device=\"tcp:127.0.0.1\",mode=\"%s\","
+                 "ktls=\"%s\"}",
+                 i, st[i].tls == RAILWIRE_RAIL_TLS_KERNEL ? "kernel" : "user",
+                 dirs[st[i].tls_ktls & 3u]);
+        cr_assert_eq(value_of(c, key), 1, "no %s 1 in:\n%s", key, c);
+    }
+    cr_assert_null(strstr(c, "mode=\"off\""), "a TLS rail reports off:\n%s", c);
+    free(c);
+    railwire_railset_close(rs);
+    railwire_server_destroy(srv);
+    unlink(psk);
+}
+#endif
