@@ -29,6 +29,9 @@ enum ent_state {
     ENT_LANDED,   /* READ: payload in the chunk, copy to the device not queued yet */
     ENT_COPYING,  /* READ: copy to the device queued; its completion is held */
     ENT_DONE,     /* READ: copy done; its completion is ready to report */
+    ENT_KILLED,   /* READ on the wire when the ep was killed: its chunk is back
+                     in the pool, and its completion (even a success: the
+                     payload was never copied) is reported as rail-down */
 };
 
 /* One staged WR on a chunk, until its completion is reported. */
@@ -160,7 +163,8 @@ static void ent_drop(struct rw_tcp_stage *st, struct stage_ent *prev, struct sta
         st->tail = prev;
     if (e->state == ENT_COPYING || e->state == ENT_DONE || e->state == ENT_LANDED)
         st->n_held--;
-    rw_stage_put(e->pool, e->chunk);
+    if (e->chunk)
+        rw_stage_put(e->pool, e->chunk);
     free(e);
 }
 
@@ -168,7 +172,7 @@ static struct stage_ent *ent_find(struct rw_tcp_stage *st, uint64_t wr_id, struc
 {
     *prev = NULL;
     for (struct stage_ent *e = st->head; e; *prev = e, e = e->next)
-        if (e->wr_id == wr_id && e->state == ENT_POSTED)
+        if (e->wr_id == wr_id && (e->state == ENT_POSTED || e->state == ENT_KILLED))
             return e;
     return NULL;
 }
@@ -390,7 +394,9 @@ int rw_tcp_stage_polled(struct rw_tcp_cli_ep *ep, struct rw_wc *wcs, int n, int 
     pthread_mutex_lock(&st->lock);
     for (int k = 0; k < n; k++) {
         struct stage_ent *prev, *e = ent_find(st, wcs[k].wr_id, &prev);
-        if (e && e->read && wcs[k].status == 0) {
+        if (e && e->state == ENT_KILLED && wcs[k].status == 0)
+            wcs[k].status = RAILWIRE_E_RAIL_DOWN;
+        if (e && e->state == ENT_POSTED && e->read && wcs[k].status == 0) {
             /* The payload is in the chunk: copy it to the device and report
              * the completion once that copy is done. */
             e->wc = wcs[k];
@@ -459,13 +465,40 @@ void rw_tcp_stage_kill(struct rw_tcp_cli_ep *ep)
     struct rw_tcp_stage *st = ep->stage;
     if (!st)
         return;
-    /* The ep is dead: its WRs no longer touch their chunks.  Once the copies
-     * are done nothing touches the device memory either, and the railset
-     * carries the unfinished WRs on other rails. */
+    /* The ep is dead: its WRs no longer touch their chunks, which go back
+     * to the pool now.  It still reports the WRs it had; a READ among them
+     * whose payload had landed never reaches the device, so it is reported
+     * rail-down (the railset carries it again).  READs whose completions
+     * are held: once their copies are done (waited for here, so nothing
+     * touches the device memory afterwards) the bytes are where they
+     * belong, and the next poll reports them as they are. */
     pthread_mutex_lock(&st->lock);
     drain(st, KILL_DRAIN_MS);
-    while (st->head)
-        ent_drop(st, NULL, st->head);
+    retire(st);
+    struct stage_ent *prev = NULL, *e = st->head;
+    while (e) {
+        struct stage_ent *next = e->next;
+        if (e->state == ENT_POSTED && !e->read) {
+            ent_drop(st, prev, e); /* a WRITE's completion stands as it is */
+        } else if (e->state == ENT_POSTED || e->state == ENT_KILLED) {
+            if (e->chunk)
+                rw_stage_put(e->pool, e->chunk);
+            e->chunk = NULL;
+            e->state = ENT_KILLED;
+            prev = e;
+        } else {
+            if (e->state != ENT_DONE) {
+                /* Its copy never ran or outlived the wait: report the WR
+                 * failed, and keep the chunk a late copy may still use. */
+                e->state = ENT_DONE;
+                e->wc.status = RAILWIRE_E_RAIL_DOWN;
+                if (rw_stage_inflight(st->stream) > 0)
+                    e->chunk = NULL;
+            }
+            prev = e;
+        }
+        e = next;
+    }
     pthread_mutex_unlock(&st->lock);
 }
 
