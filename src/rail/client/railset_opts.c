@@ -15,6 +15,9 @@
 _Static_assert(RAILWIRE_RAILSET_OPTS_MIN_SIZE ==
                    offsetof(railwire_railset_opts, n_rails) + sizeof(unsigned),
                "the minimum struct_size ends after n_rails");
+_Static_assert(offsetof(railwire_railset_opts, near) ==
+                   offsetof(railwire_railset_opts, staging_bytes) + sizeof(size_t),
+               "near follows staging_bytes with no padding (docs/abi.md)");
 
 static void defaults(railwire_railset_opts *o)
 {
