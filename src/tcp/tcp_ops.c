@@ -65,7 +65,7 @@ static int tcp_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
     if (is_server(ep))
         return 0;
     int n = rw_tcp_cli_ep_poll(cli(ep), wcs, max);
-    if (n >= 0 && cli(ep)->stage)
+    if (n >= 0 && __atomic_load_n(&cli(ep)->stage, __ATOMIC_ACQUIRE))
         n = rw_tcp_stage_polled(cli(ep), wcs, n, max);
     return n;
 }
@@ -85,7 +85,7 @@ static int tcp_ep_arm(struct rw_ep *ep)
         rw_err("tcp: reading the completion eventfd failed: %s", strerror(errno));
         return RAILWIRE_E_SYSTEM;
     }
-    if (cli(ep)->stage && rw_tcp_stage_busy(cli(ep))) {
+    if (rw_tcp_stage_busy(cli(ep))) {
         /* Held completions and no wake-up from the driver: stay awake. */
         v = 1;
         if (write(cli(ep)->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)

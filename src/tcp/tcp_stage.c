@@ -46,6 +46,8 @@ struct stage_ent {
     uint32_t len;
     int read;
     int copied;             /* its copy is done (WRITE: the chunk holds the payload) */
+    int unposted;           /* taken by rw_tcp_stage_post, not yet on the wire: that
+                               call still owns it (a kill leaves it alone) */
     enum ent_state state;
     struct rw_wc wc;        /* READ: the held completion */
 };
@@ -115,9 +117,10 @@ static void wake(void *arg)
 /* The ep's staging state, created on first use on `device`. */
 static struct rw_tcp_stage *stage_of(struct rw_tcp_cli_ep *ep, int device, int *rc)
 {
-    if (ep->stage) {
+    struct rw_tcp_stage *have = __atomic_load_n(&ep->stage, __ATOMIC_ACQUIRE);
+    if (have) {
         *rc = 0;
-        return ep->stage;
+        return have;
     }
     struct rw_tcp_stage *st = calloc(1, sizeof(*st));
     if (!st) {
@@ -138,7 +141,7 @@ static struct rw_tcp_stage *stage_of(struct rw_tcp_cli_ep *ep, int device, int *
     if (!st->notify)
         rw_info("tcp: the CUDA driver lacks cuLaunchHostFunc: rail waiters poll while "
                 "staging copies run");
-    ep->stage = st;
+    __atomic_store_n(&ep->stage, st, __ATOMIC_RELEASE); /* tcp_ops.c reads it unlocked */
     return st;
 }
 
@@ -283,6 +286,7 @@ static struct stage_ent *stage_one(struct rw_tcp_stage *st, const struct rw_wr *
     e->len = w->length;
     e->read = w->opcode == RW_OP_READ;
     e->state = ENT_POSTED;
+    e->unposted = 1;
     e->chunk_mr = *w->mr;
     e->chunk_mr.addr = e->chunk;
     e->chunk_mr.len = w->length;
@@ -360,13 +364,16 @@ int rw_tcp_stage_post(struct rw_tcp_cli_ep *ep, const struct rw_wr *wrs, size_t 
         if (ents[i]) {
             pthread_mutex_lock(&st->lock);
             int wr = ents[i]->read ? 0 : wait_copied(st, ents[i], wait);
+            /* From here its completion may come (and free it) at any time;
+             * the railset serialises kills with posts. */
+            ents[i]->unposted = wr < 0;
+            sw.local = ents[i]->chunk;
+            sw.mr = &ents[i]->chunk_mr;
             pthread_mutex_unlock(&st->lock);
             if (wr < 0) {
                 rc = wr;
                 break;
             }
-            sw.local = ents[i]->chunk;
-            sw.mr = &ents[i]->chunk_mr;
         }
         int p = rw_tcp_cli_ep_post(ep, &sw, 1);
         if (p <= 0) {
@@ -387,7 +394,7 @@ int rw_tcp_stage_post(struct rw_tcp_cli_ep *ep, const struct rw_wr *wrs, size_t 
 
 int rw_tcp_stage_polled(struct rw_tcp_cli_ep *ep, struct rw_wc *wcs, int n, int max)
 {
-    struct rw_tcp_stage *st = ep->stage;
+    struct rw_tcp_stage *st = __atomic_load_n(&ep->stage, __ATOMIC_ACQUIRE);
     if (!st)
         return n;
     int out = 0;
@@ -429,7 +436,7 @@ int rw_tcp_stage_polled(struct rw_tcp_cli_ep *ep, struct rw_wc *wcs, int n, int 
 
 int rw_tcp_stage_busy(struct rw_tcp_cli_ep *ep)
 {
-    struct rw_tcp_stage *st = ep->stage;
+    struct rw_tcp_stage *st = __atomic_load_n(&ep->stage, __ATOMIC_ACQUIRE);
     if (!st)
         return 0;
     pthread_mutex_lock(&st->lock);
@@ -462,7 +469,7 @@ static void drain(struct rw_tcp_stage *st, int timeout_ms)
 
 void rw_tcp_stage_kill(struct rw_tcp_cli_ep *ep)
 {
-    struct rw_tcp_stage *st = ep->stage;
+    struct rw_tcp_stage *st = __atomic_load_n(&ep->stage, __ATOMIC_ACQUIRE);
     if (!st)
         return;
     /* The ep is dead: its WRs no longer touch their chunks, which go back
@@ -478,7 +485,9 @@ void rw_tcp_stage_kill(struct rw_tcp_cli_ep *ep)
     struct stage_ent *prev = NULL, *e = st->head;
     while (e) {
         struct stage_ent *next = e->next;
-        if (e->state == ENT_POSTED && !e->read) {
+        if (e->unposted) {
+            prev = e; /* rw_tcp_stage_post finds the ep dead and drops it */
+        } else if (e->state == ENT_POSTED && !e->read) {
             ent_drop(st, prev, e); /* a WRITE's completion stands as it is */
         } else if (e->state == ENT_POSTED || e->state == ENT_KILLED) {
             if (e->chunk)
