@@ -297,6 +297,8 @@ static struct stage_ent *stage_one(struct rw_tcp_stage *st, const struct rw_wr *
         *rc = st->dead ? RW_E_CUDA_CALL
                        : rw_stage_copy(st->stream, 0, e->dev, e->chunk, e->len, e->tag);
         if (*rc < 0) {
+            if (*rc == RAILWIRE_E_LIMIT)
+                *rc = 0; /* the stream is full: not taken, as with a full queue */
             rw_stage_put(e->pool, e->chunk);
             free(e);
             return NULL;
