@@ -132,6 +132,16 @@ typedef struct railwire_railset_opts {
                                           in use, transfers wait for one (back-pressure)
                                           and nothing more is allocated.  0 = default
                                           (64 MiB); at least one chunk */
+    /* Rails on the NICs nearest the memory they carry (docs/gpu.md):
+     * "cuda:N" (GPU N), "numa:N" (NUMA node N) or "auto" (the CUDA device
+     * current on the connecting thread, else its CPU's NUMA node; the first
+     * registration logs when its memory lives elsewhere).  verbs: rails go
+     * round-robin over the devices nearest the target; tcp: over the local
+     * addresses of the nearest interfaces the topology knows.  NULL or ""
+     * (default): the usual placement.  An explicit devices / local_addrs
+     * list wins (near is then ignored, logged).  Anything else fails the
+     * connect with RAILWIRE_E_INVALID.  Borrowed for the call. */
+    const char *near;
 } railwire_railset_opts;
 
 /* The smallest struct_size accepted: the fields up to and including n_rails

@@ -60,7 +60,7 @@ def _optional_positive(v, what):
 
 def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=None,
             devices=None, slice_size=None, queue_depth=None, connect_timeout=5.0,
-            op_timeout=10.0, busy_poll_us=None, tls=None):
+            op_timeout=10.0, busy_poll_us=None, tls=None, near=None):
     """Connects to a railwire server and brings up `rails` rails with one
     handshake; returns a Railset (a context manager), or raises:
     ConnectError (nothing listens / unreachable / bad name), PeerRejected
@@ -79,13 +79,19 @@ def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=
     before it sleeps while transfers are in flight (microseconds, 0 = sleep
     at once; None = the library's 50): waking a sleeping thread costs more
     than a small transfer.  tls: a railwire.TLS for TLS 1.3 on the control
-    connection and every tcp rail (None: plain).
+    connection and every tcp rail (None: plain).  near: place the rails on
+    the NICs nearest "cuda:N" (a GPU), "numa:N" (a NUMA node) or "auto"
+    (the CUDA device current on this thread, else this CPU's NUMA node);
+    None keeps the usual placement, and local_addrs / devices win over it
+    (docs/gpu.md).
     """
     if isinstance(rails, bool) or not isinstance(rails, int):
         raise InvalidArgument("rails must be an int (1..%d)" % MAX_RAILS)
     if not 1 <= rails <= MAX_RAILS:
         raise InvalidArgument("rails=%d: a railset has 1..%d rails" % (rails, MAX_RAILS))
     cto = ms(connect_timeout, "connect_timeout")
+    if near is not None and not isinstance(near, str):
+        raise InvalidArgument('near must be a str: "cuda:N", "numa:N" or "auto" (or None)')
     return _railwire._connect(
         host=str(host), port=str(int(port)) if not isinstance(port, str) else port,
         rails=rails, dialect=dialect_value(dialect), transport=transport_value(transport),
@@ -95,7 +101,7 @@ def connect(host, port, *, rails=1, dialect="ro", transport="auto", local_addrs=
         queue_depth=_optional_positive(queue_depth, "queue_depth"),
         connect_timeout_ms=cto, io_timeout_ms=cto,
         op_timeout_ms=ms(op_timeout, "op_timeout"), busy_poll_us=busy_poll(busy_poll_us),
-        **_tls_client_kwargs(tls))
+        near=near, **_tls_client_kwargs(tls))
 
 
 from . import aio  # noqa: E402  (railwire.aio: asyncio, needs connect above)

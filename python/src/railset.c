@@ -51,9 +51,9 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
                              "devices", "slice_size", "queue_depth", "connect_timeout_ms",
                              "io_timeout_ms", "op_timeout_ms", "busy_poll_us", "tls_cert",
                              "tls_key", "tls_ca", "tls_psk", "tls_psk_identity",
-                             "tls_server_name", NULL};
+                             "tls_server_name", "near", NULL};
     railwire_tls_opts tls;
-    const char *host, *port;
+    const char *host, *port, *near = NULL;
     unsigned rails, queue_depth;
     int dialect, transport, cto, ioto, opto, busy_poll_us;
     PyObject *local = Py_None, *devs = Py_None, *keep_l = NULL, *keep_d = NULL;
@@ -65,11 +65,11 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
 
     (void)module;
     railwire_tls_opts_init(&tls);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssIiiOOnIiiii|zzzzzz:_connect", kwlist, &host,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssIiiOOnIiiii|zzzzzzz:_connect", kwlist, &host,
                                      &port, &rails, &dialect, &transport, &local, &devs, &slice,
                                      &queue_depth, &cto, &ioto, &opto, &busy_poll_us,
                                      &tls.cert_file, &tls.key_file, &tls.ca_file, &tls.psk_file,
-                                     &tls.psk_identity, &tls.server_name))
+                                     &tls.psk_identity, &tls.server_name, &near))
         return NULL;
     if (rails < 1 || rails > RAILWIRE_MAX_RAILS)
         return rwpy_raise(RAILWIRE_E_INVALID, "rails=%u: a railset has 1..%d rails", rails,
@@ -95,6 +95,7 @@ PyObject *rwpy_connect(PyObject *module, PyObject *args, PyObject *kw)
     o.io_timeout_ms = ioto;
     o.op_timeout_ms = opto;
     o.busy_poll_us = busy_poll_us;
+    o.near = near;
     if (tls.cert_file || tls.key_file || tls.ca_file || tls.psk_file)
         o.tls = &tls;
 

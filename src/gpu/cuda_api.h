@@ -15,6 +15,9 @@ typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+/* A host function a stream runs once the work queued before it is done
+ * (cuLaunchHostFunc); it must not call the driver. */
+typedef void (*CUhostFn)(void *user_data);
 
 /* CUresult values railwire tells apart. */
 #define CUDA_SUCCESS 0
@@ -95,7 +98,9 @@ typedef struct CUevent_st *CUevent;
     X(MemGetHandleForAddressRange, cuMemGetHandleForAddressRange,                      \
       (void *handle, CUdeviceptr ptr, size_t size, int type, unsigned long long flags))  \
     X(MemAlloc, cuMemAlloc_v2, (CUdeviceptr * ptr, size_t bytes))                      \
-    X(MemFree, cuMemFree_v2, (CUdeviceptr ptr))
+    X(MemFree, cuMemFree_v2, (CUdeviceptr ptr))                                        \
+    X(CtxGetDevice, cuCtxGetDevice, (CUdevice * device))                               \
+    X(LaunchHostFunc, cuLaunchHostFunc, (CUstream stream, CUhostFn fn, void *user_data))
 
 /* Declares every entry point under its exported name (the stand-in driver
  * in tests/gpu defines them; railwire itself only calls through pointers). */

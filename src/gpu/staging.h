@@ -71,6 +71,18 @@ int rw_stage_copy(struct rw_stage_stream *s, int to_device, void *dev, void *hos
  * copy failed (logged; the stream is then unusable). */
 int rw_stage_poll(struct rw_stage_stream *s, uint64_t *tags, int max);
 
+/* From now on (once per stream), has the stream run fn(arg) as soon as
+ * each later copy is done (cuLaunchHostFunc, queued between the copy and
+ * its event), so a thread can sleep until copies finish instead of
+ * polling; fn runs on a driver thread and must not call the driver.  A copy
+ * counts as done for rw_stage_poll before its fn runs, so a thread fn wakes
+ * always finds it.  A copy's event completes only after its fn has run, so
+ * once rw_stage_stream_destroy returned 0 no fn is running (on a timeout
+ * the stream's memory is kept, since a late fn may still use it).
+ * Returns 0, or RAILWIRE_E_UNSUPPORTED when the driver lacks
+ * cuLaunchHostFunc (CUDA < 10: poll instead). */
+int rw_stage_stream_notify(struct rw_stage_stream *s, void (*fn)(void *), void *arg);
+
 /* Copies queued and not yet reported by rw_stage_poll. */
 unsigned rw_stage_inflight(const struct rw_stage_stream *s);
 

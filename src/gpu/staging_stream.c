@@ -18,7 +18,28 @@ struct rw_stage_stream {
     uint64_t *tags;
     uint64_t head, tail;     /* copies [head, tail) are in flight */
     int dead;
+    CUhostFn notify;         /* run by the stream after each copy (NULL: none) */
+    void *notify_arg;
+    uint64_t hf_from;        /* copies from this seq on are followed by stream_hostfn */
+    uint64_t hf_done;        /* ... which has run this many times (atomic) */
 };
+
+/* Runs on the driver's thread after each copy once notify is set: the copy
+ * is done.  Counted before the caller's fn runs, so whoever fn wakes sees
+ * the copy done (the copy's event completes only later). */
+static void stream_hostfn(void *arg)
+{
+    struct rw_stage_stream *s = arg;
+    __atomic_add_fetch(&s->hf_done, 1, __ATOMIC_RELEASE);
+    s->notify(s->notify_arg);
+}
+
+/* 1 when copy `seq` is known done through stream_hostfn. */
+static int hostfn_done(const struct rw_stage_stream *s, uint64_t seq)
+{
+    return s->notify && seq >= s->hf_from &&
+           __atomic_load_n(&s->hf_done, __ATOMIC_ACQUIRE) > seq - s->hf_from;
+}
 
 static void free_stream(struct rw_stage_stream *s)
 {
@@ -91,6 +112,10 @@ int rw_stage_copy(struct rw_stage_stream *s, int to_device, void *dev, void *hos
     CUresult r = to_device ? s->cu->MemcpyHtoDAsync(d, host, len, s->st)
                            : s->cu->MemcpyDtoHAsync(host, d, len, s->st);
     const char *call = to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
+    if (r == CUDA_SUCCESS && s->notify) {
+        call = "cuLaunchHostFunc";
+        r = s->cu->LaunchHostFunc(s->st, stream_hostfn, s);
+    }
     if (r == CUDA_SUCCESS) {
         call = "cuEventRecord";
         r = s->cu->EventRecord(s->ev[s->tail % s->depth], s->st);
@@ -115,7 +140,8 @@ int rw_stage_poll(struct rw_stage_stream *s, uint64_t *tags, int max)
     if (rc)
         return rc;
     while (s->head < s->tail && n < max) {
-        CUresult r = s->cu->EventQuery(s->ev[s->head % s->depth]);
+        CUresult r = hostfn_done(s, s->head) ? CUDA_SUCCESS
+                                             : s->cu->EventQuery(s->ev[s->head % s->depth]);
         if (r == CUDA_ERROR_NOT_READY)
             break;
         if (r != CUDA_SUCCESS) {
@@ -126,6 +152,20 @@ int rw_stage_poll(struct rw_stage_stream *s, uint64_t *tags, int max)
         s->head++;
     }
     return n;
+}
+
+int rw_stage_stream_notify(struct rw_stage_stream *s, void (*fn)(void *), void *arg)
+{
+    if (!s->cu->LaunchHostFunc || !fn)
+        return RAILWIRE_E_UNSUPPORTED;
+    if (s->notify) {
+        rw_err("staging: a copy stream's notification is set once");
+        return RAILWIRE_E_INVALID;
+    }
+    s->notify_arg = arg;
+    s->hf_from = s->tail;
+    s->notify = fn;
+    return 0;
 }
 
 unsigned rw_stage_inflight(const struct rw_stage_stream *s)
@@ -157,6 +197,8 @@ int rw_stage_stream_destroy(struct rw_stage_stream *s, int timeout_ms)
     }
     /* Events and the stream belong to the device's context. */
     (void)rw_cuda_use_device(s->device);
+    if (rc < 0 && s->notify)
+        return rc; /* a copy's host function may still run and use s: keep it */
     free_stream(s);
     return rc;
 }

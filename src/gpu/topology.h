@@ -91,6 +91,25 @@ int rw_topo_order_nics(const struct rw_topo *t, const struct rw_near *near,
                        const struct rw_near *first_mem, const char *const *cands, size_t n,
                        size_t *order);
 
+/* rw_topo_order_nics, also giving each candidate's key in keys[i] (keys
+ * of the order: lower is nearer; UINT32_MAX for a candidate the topology
+ * does not know).  keys may be NULL. */
+int rw_topo_rank_nics(const struct rw_topo *t, const struct rw_near *near,
+                      const struct rw_near *first_mem, const char *const *cands, size_t n,
+                      size_t *order, unsigned *keys);
+
+/* Places n_rails rails for `near` (CUDA or NUMA, resolved) on n candidate
+ * NICs named as for rw_topo_order_nics: rail i goes to rail_cand[i], an
+ * index into cands, taken round-robin over the nearest tier (every
+ * candidate exactly as near as the nearest one), so rails spread over the
+ * equally near NICs and never go to a farther one.  Returns the size of
+ * that tier (rail_cand filled), 0 when the topology knows none of the
+ * candidates (rail_cand untouched: keep the default placement), or
+ * RAILWIRE_E_INVALID (target not in the topology, logged) /
+ * RAILWIRE_E_NOMEM. */
+int rw_topo_place_rails(const struct rw_topo *t, const struct rw_near *near,
+                        const char *const *cands, size_t n, unsigned n_rails, size_t *rail_cand);
+
 /* The GPU with CUDA ordinal `cuda`, or with PCI bus id `busid` when it is
  * not NULL/"" (which wins); NULL if none. */
 const struct rw_topo_dev *rw_topo_gpu(const struct rw_topo *t, int cuda, const char *busid);

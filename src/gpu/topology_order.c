@@ -171,9 +171,9 @@ static int resolve_near(const struct rw_topo *t, const struct rw_near *near,
     return 0;
 }
 
-int rw_topo_order_nics(const struct rw_topo *t, const struct rw_near *near,
-                       const struct rw_near *first_mem, const char *const *cands, size_t n,
-                       size_t *order)
+int rw_topo_rank_nics(const struct rw_topo *t, const struct rw_near *near,
+                      const struct rw_near *first_mem, const char *const *cands, size_t n,
+                      size_t *order, unsigned *keys)
 {
     struct rw_near target;
     const struct rw_topo_dev *gpu;
@@ -196,10 +196,42 @@ int rw_topo_order_nics(const struct rw_topo *t, const struct rw_near *near,
             r[i].key = 0;
     }
     qsort(r, n, sizeof(*r), by_key);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         order[i] = r[i].idx;
+        if (keys)
+            keys[i] = r[i].key;
+    }
     free(r);
     return 0;
+}
+
+int rw_topo_order_nics(const struct rw_topo *t, const struct rw_near *near,
+                       const struct rw_near *first_mem, const char *const *cands, size_t n,
+                       size_t *order)
+{
+    return rw_topo_rank_nics(t, near, first_mem, cands, n, order, NULL);
+}
+
+int rw_topo_place_rails(const struct rw_topo *t, const struct rw_near *near,
+                        const char *const *cands, size_t n, unsigned n_rails, size_t *rail_cand)
+{
+    size_t *order = calloc(n ? n : 1, sizeof(*order));
+    unsigned *keys = calloc(n ? n : 1, sizeof(*keys));
+    int rc = order && keys ? 0 : RAILWIRE_E_NOMEM;
+    if (rc == 0)
+        rc = rw_topo_rank_nics(t, near, NULL, cands, n, order, keys);
+    if (rc == 0) {
+        /* The nearest tier: every candidate as near as the nearest one. */
+        size_t tier = 0;
+        while (n > 0 && keys[0] != UINT32_MAX && tier < n && keys[tier] == keys[0])
+            tier++;
+        for (unsigned i = 0; tier && i < n_rails; i++)
+            rail_cand[i] = order[i % tier];
+        rc = (int)tier;
+    }
+    free(order);
+    free(keys);
+    return rc;
 }
 
 int rw_topo_host_numa(const void *addr)

@@ -81,8 +81,8 @@ static int tcp_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
     if (is_server(ep))
         return 0;
     int n = rw_tcp_cli_ep_poll(cli(ep), wcs, max);
-    if (n > 0 && cli(ep)->stage)
-        rw_tcp_stage_polled(cli(ep), wcs, n);
+    if (n >= 0 && __atomic_load_n(&cli(ep)->stage, __ATOMIC_ACQUIRE))
+        n = rw_tcp_stage_polled(cli(ep), wcs, n, max);
     return n;
 }
 
@@ -101,6 +101,12 @@ static int tcp_ep_arm(struct rw_ep *ep)
         rw_err("tcp: reading the completion eventfd failed: %s", strerror(errno));
         return RAILWIRE_E_SYSTEM;
     }
+    if (rw_tcp_stage_busy(cli(ep))) {
+        /* Held completions and no wake-up from the driver: stay awake. */
+        v = 1;
+        if (write(cli(ep)->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            return RAILWIRE_E_SYSTEM;
+    }
     return 0;
 }
 
@@ -110,8 +116,10 @@ static void tcp_ep_kill(struct rw_ep *ep)
         return;
     if (is_server(ep))
         rw_tcp_srv_ep_kill(srv(ep));
-    else
+    else {
         rw_tcp_cli_ep_kill(cli(ep));
+        rw_tcp_stage_kill(cli(ep));
+    }
 }
 
 static void tcp_ep_destroy(struct rw_ep *ep)

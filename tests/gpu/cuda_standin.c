@@ -163,6 +163,15 @@ SI_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
+SI_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    SI_ENTER("cuCtxGetDevice");
+    if (!t_cur)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *device = t_cur->ordinal;
+    return CUDA_SUCCESS;
+}
+
 SI_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     SI_ENTER("cuCtxSetCurrent");

@@ -21,6 +21,8 @@ struct si_op {
     void *host;
     size_t len;
     int to_device;
+    CUhostFn fn;            /* set: a host function (cuLaunchHostFunc), not a copy */
+    void *arg;
 };
 
 struct CUstream_st {
@@ -45,6 +47,7 @@ static pthread_mutex_t g_ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct standin_stats g_stats; /* guarded by g_gate_mu */
 
 RW_CUDA_REQUIRED(RW_CUDA_DECLARE)
+RW_CUDA_OPTIONAL(RW_CUDA_DECLARE)
 SI_EXPORT int railwire_standin_gate(int closed);
 SI_EXPORT int railwire_standin_stats(struct standin_stats *out);
 
@@ -110,7 +113,10 @@ static void *worker(void *arg)
         if (!s->head)
             s->tail = NULL;
         pthread_mutex_unlock(&s->mu);
-        run_op(op);
+        if (op->fn)
+            op->fn(op->arg);
+        else
+            run_op(op);
         free(op);
         pthread_mutex_lock(&s->mu);
         s->done++;
@@ -173,6 +179,8 @@ SI_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
     return CUDA_SUCCESS;
 }
 
+static CUresult enqueue(CUstream s, struct si_op *op);
+
 static CUresult copy(CUstream s, uintptr_t devp, void *host, size_t len, int to_device)
 {
     struct si_alloc a;
@@ -187,9 +195,19 @@ static CUresult copy(CUstream s, uintptr_t devp, void *host, size_t len, int to_
         return CUDA_ERROR_OUT_OF_MEMORY;
     *op = (struct si_op){.dev = a, .dev_off = devp - a.base, .host = host, .len = len,
                          .to_device = to_device};
+    return enqueue(s, op);
+}
+
+/* Queues op on s (or runs it at once: legacy stream, RAILWIRE_STANDIN_SYNC).
+ * Takes op. */
+static CUresult enqueue(CUstream s, struct si_op *op)
+{
     const char *sync = getenv("RAILWIRE_STANDIN_SYNC");
     if (!s || (sync && !strcmp(sync, "1"))) {
-        run_op(op);
+        if (op->fn)
+            op->fn(op->arg);
+        else
+            run_op(op);
         free(op);
         if (s) {
             pthread_mutex_lock(&s->mu);
@@ -209,6 +227,23 @@ static CUresult copy(CUstream s, uintptr_t devp, void *host, size_t len, int to_
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return CUDA_SUCCESS;
+}
+
+SI_EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data)
+{
+    CUresult r = si_fail("cuLaunchHostFunc");
+    if (r || (r = si_inited()))
+        return r;
+    if (!si_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct si_op *op = calloc(1, sizeof(*op));
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->fn = fn;
+    op->arg = user_data;
+    return enqueue(stream, op);
 }
 
 SI_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,

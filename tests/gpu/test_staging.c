@@ -222,3 +222,55 @@ Test(gpu_staging, near_from_memory)
     }
     cu->MemFree(d);
 }
+
+static int g_woken;
+
+static void count_wake(void *arg)
+{
+    __atomic_add_fetch((int *)arg, 1, __ATOMIC_RELEASE);
+}
+
+/* The notification runs once per copy, only after the copy is done, and a
+ * copy it reports is already done for rw_stage_poll (no lost wake-up). */
+Test(gpu_staging, notify_runs_after_each_copy)
+{
+    const struct rw_cuda *cu = load();
+    standin_gate_fn gate = (standin_gate_fn)gt_standin_sym(STANDIN_GATE_SYM);
+    CUdeviceptr d;
+    void *buf;
+    uint64_t tags[3];
+    struct rw_stage_pool *p;
+    struct rw_stage_stream *s;
+    cr_assert_eq(rw_cuda_use_device(0), 0);
+    cr_assert_eq(cu->MemAlloc(&d, CHUNK), 0);
+    cr_assert_eq(rw_stage_pool_create(0, CHUNK, CHUNK, &p), 0);
+    cr_assert_eq(rw_stage_get(p, 0, &buf), 0);
+    cr_assert_eq(rw_stage_stream_create(0, 4, &s), 0);
+    cr_assert_eq(rw_stage_stream_notify(s, count_wake, &g_woken), 0);
+    cr_assert_eq(rw_stage_stream_notify(s, count_wake, &g_woken), RAILWIRE_E_INVALID);
+    gate(1);
+    for (uint64_t t = 1; t <= 3; t++)
+        cr_assert_eq(rw_stage_copy(s, (int)(t & 1), (void *)(uintptr_t)d, buf, CHUNK, t), 0);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    cr_assert_eq(__atomic_load_n(&g_woken, __ATOMIC_ACQUIRE), 0, "woken before any copy ran");
+    cr_assert_eq(rw_stage_poll(s, tags, 3), 0);
+    gate(0);
+    int got = 0;
+    for (int i = 0; i < 2000 && got < 3; i++) {
+        int seen = __atomic_load_n(&g_woken, __ATOMIC_ACQUIRE);
+        int n = rw_stage_poll(s, tags + got, 3 - got);
+        cr_assert_geq(n, 0);
+        got += n;
+        cr_assert_geq(got, seen, "a copy that woke us was not yet done for rw_stage_poll");
+        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    }
+    cr_assert_eq(got, 3);
+    cr_assert_eq(tags[0], 1);
+    cr_assert_eq(tags[2], 3);
+    cr_assert_eq(rw_stage_stream_destroy(s, 1000), 0);
+    cr_assert_eq(__atomic_load_n(&g_woken, __ATOMIC_ACQUIRE), 3);
+    rw_stage_put(p, buf);
+    rw_stage_pool_destroy(p);
+    cu->MemFree(d);
+}

@@ -5,6 +5,7 @@
  * stand-in's copies; the staging bound (one chunk for many slices:
  * transfers wait, nothing more is allocated). */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "common/time.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/staging.h"
+#include "cuda_standin.h"
 #include "gtest.h"
 #include "rail/client/railset_internal.h"
 #include "rail/client/railset_testing.h"
@@ -200,6 +202,130 @@ Test(gpu_tcp_staged, a_rail_killed_mid_transfer_heals)
     rw_stage_pool_stats(w.rs->stage_pool, &ss);
     cr_assert_eq(ss.in_use, 0, "every chunk came back");
     cr_assert_leq(ss.allocated, 2u << 20);
+    cr_assert_eq(railwire_mr_deregister(mr), 0);
+    world_down(&w);
+    w.cu->MemFree(d);
+    free(back);
+}
+
+/* Copies overlap the network, yet a transfer never completes before its
+ * copies: with the stand-in's copy workers held, a READ of many slices
+ * into CUDA memory has every payload landed in staging (the server served
+ * it all) but is not complete, and no copy to the device has run; once the
+ * workers go, it completes and the bytes are right.  A WRITE submitted
+ * while they are held has sent nothing (its payload is still in device
+ * memory) until they go. */
+Test(gpu_tcp_staged, transfer_completes_only_after_its_copies)
+{
+    static struct world w;
+    size_t len = (3u << 20) + 99;
+    CUdeviceptr d;
+    unsigned char *back = malloc(len);
+    cr_assert_not_null(back);
+    world_up(&w, 2, 0);
+    standin_gate_fn gate = (standin_gate_fn)gt_standin_sym(STANDIN_GATE_SYM);
+    standin_stats_fn stats = (standin_stats_fn)gt_standin_sym(STANDIN_STATS_SYM);
+    cr_assert(gate && stats);
+    cr_assert_eq(w.cu->MemAlloc(&d, len), 0);
+    railwire_mr *mr = reg_cuda(&w, d, len);
+    struct standin_stats s0, s1;
+    stats(&s0);
+    gate(1);
+    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = (void *)(uintptr_t)d,
+                      .length = len, .remote_offset = 555, .user_data = 9};
+    railwire_handle h;
+    cr_assert_eq(railwire_submit(w.rs, &op, &h), 0);
+    /* The server sends every slice's payload while the copies are held. */
+    int64_t end = rw_now_ms() + 20000;
+    uint64_t got = 0;
+    while (got < len && rw_now_ms() < end) {
+        railwire_completion c;
+        int n = railwire_wait(w.rs, &c, 1, 20);
+        cr_assert_eq(n, RAILWIRE_E_TIMEOUT, "completed with its copies held (%d, status %d)", n,
+                     n == 1 ? c.status : 0);
+        struct railwire_server_stats ss;
+        cr_assert_eq(railwire_server_stats(w.s, &ss, sizeof(ss)), 0);
+        got = ss.bytes_read;
+    }
+    cr_assert_eq(got, len, "the server did not send every payload");
+    railwire_completion c;
+    cr_assert_eq(railwire_wait(w.rs, &c, 1, 200), RAILWIRE_E_TIMEOUT,
+                 "completed before its copies ran");
+    stats(&s1);
+    cr_assert_eq(s1.htod, s0.htod, "a copy to the device ran through the gate");
+    gate(0);
+    cr_assert_eq(railwire_wait(w.rs, &c, 1, 20000), 1);
+    cr_assert_eq(c.status, 0, "%s", railwire_strerror(c.status));
+    stats(&s1);
+    cr_assert_gt(s1.htod, s0.htod);
+    dev_to_host(&w, back, d, len);
+    cr_assert(memcmp(back, w.arena + 555, len) == 0, "READ into CUDA memory differs");
+    struct rw_stage_stats ss;
+    rw_stage_pool_stats(w.rs->stage_pool, &ss);
+    cr_assert_eq(ss.in_use, 0, "every chunk came back");
+    cr_assert_eq(railwire_mr_deregister(mr), 0);
+    world_down(&w);
+    w.cu->MemFree(d);
+    free(back);
+}
+
+struct killer {
+    railwire_railset *rs;
+    int done;
+};
+
+static void *kill_rail1(void *arg)
+{
+    struct killer *k = arg;
+    rw_test_kill_rail(k->rs, 1);
+    __atomic_store_n(&k->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A rail killed while its READ copies are held: the kill waits for them
+ * (once it returns nothing touches the device memory), the slices are
+ * carried again on the other rail, and the transfer completes whole. */
+Test(gpu_tcp_staged, kill_waits_for_held_copies)
+{
+    static struct world w;
+    size_t len = 4u << 20;
+    CUdeviceptr d;
+    unsigned char *back = malloc(len);
+    cr_assert_not_null(back);
+    world_up(&w, 2, 0);
+    standin_gate_fn gate = (standin_gate_fn)gt_standin_sym(STANDIN_GATE_SYM);
+    cr_assert_not_null(gate);
+    cr_assert_eq(w.cu->MemAlloc(&d, len), 0);
+    railwire_mr *mr = reg_cuda(&w, d, len);
+    gate(1);
+    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = (void *)(uintptr_t)d,
+                      .length = len, .remote_offset = 3, .user_data = 5};
+    railwire_handle h;
+    cr_assert_eq(railwire_submit(w.rs, &op, &h), 0);
+    railwire_completion c;
+    struct railwire_server_stats ss = {0};
+    int64_t end = rw_now_ms() + 20000;
+    while (ss.bytes_read < len && rw_now_ms() < end) {
+        cr_assert_eq(railwire_wait(w.rs, &c, 1, 20), RAILWIRE_E_TIMEOUT);
+        cr_assert_eq(railwire_server_stats(w.s, &ss, sizeof(ss)), 0);
+    }
+    usleep(100000); /* the last payloads land in their chunks */
+    struct killer k = {.rs = w.rs};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, kill_rail1, &k), 0);
+    usleep(200000);
+    cr_assert_eq(__atomic_load_n(&k.done, __ATOMIC_ACQUIRE), 0,
+                 "the kill returned while its copies were held");
+    gate(0);
+    pthread_join(t, NULL);
+    cr_assert_eq(railwire_wait(w.rs, &c, 1, 20000), 1);
+    cr_assert_eq(c.status, 0, "%s", railwire_strerror(c.status));
+    dev_to_host(&w, back, d, len);
+    size_t bad = 0;
+    while (bad < len && back[bad] == w.arena[3 + bad])
+        bad++;
+    cr_assert_eq(bad, len, "READ across the kill differs from byte %zu (slice %zu)", bad,
+                 bad / (256u << 10));
     cr_assert_eq(railwire_mr_deregister(mr), 0);
     world_down(&w);
     w.cu->MemFree(d);

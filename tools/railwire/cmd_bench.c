@@ -19,6 +19,7 @@
 #include "bench_run.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "gpu/topology.h"
 #include "tls_cli.h"
 
 #define BENCH_SWEEP_MIN (4ull << 10)
@@ -65,6 +66,10 @@ static const char bench_usage[] =
     "  --local-addr ADDR      tcp: local address of rail i (repeatable; rail i\n"
     "                         uses the (i mod n)-th)\n"
     "  --device DEV[:PORT]    verbs: device of rail i (repeatable)\n"
+    "  --near SPEC            place rails on the NICs nearest cuda:N (a GPU), numa:N\n"
+    "                         (a NUMA node) or auto (the current CUDA device, else\n"
+    "                         this CPU's node); --local-addr/--device win.  The\n"
+    "                         topology is this machine's, or RAILWIRE_HWLOC_XML's\n"
     "  --connect-timeout MS   default 5000\n"
     "  --io-timeout MS        bounds each handshake step and rail connect (default\n"
     "                         10000)\n"
@@ -119,6 +124,7 @@ struct bench_opts {
     unsigned n_local;
     const char *dev[RAILWIRE_MAX_RAILS * 4];
     unsigned n_dev;
+    const char *near;          /* --near, NULL when not given */
     struct tls_cli tls;        /* --tls-* */
 };
 
@@ -127,7 +133,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
     enum { O_CONNECT = 256, O_LOOPBACK, O_DIALECT, O_RAILS, O_READ, O_WRITE, O_VERIFY, O_SPAN,
            O_LAYERS, O_SLICE, O_RAIL_DEPTH, O_TRANSPORT, O_LOCAL, O_DEVICE, O_CTIMEOUT, O_OTIMEOUT,
            O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN, O_IOTIMEOUT, O_METRICS_DUMP,
-           O_BUSY_POLL };
+           O_BUSY_POLL, O_NEAR };
     static const struct option longopts[] = {
         {"connect", required_argument, NULL, O_CONNECT},
         {"loopback", no_argument, NULL, O_LOOPBACK},
@@ -148,6 +154,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"transport", required_argument, NULL, O_TRANSPORT},
         {"local-addr", required_argument, NULL, O_LOCAL},
         {"device", required_argument, NULL, O_DEVICE},
+        {"near", required_argument, NULL, O_NEAR},
         {"connect-timeout", required_argument, NULL, O_CTIMEOUT},
         {"op-timeout", required_argument, NULL, O_OTIMEOUT},
         {"io-timeout", required_argument, NULL, O_IOTIMEOUT},
@@ -269,6 +276,16 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
             else
                 b->dev[b->n_dev++] = optarg;
             break;
+        case O_NEAR: {
+            struct rw_near n;
+            if (!*optarg || rw_near_parse(optarg, &n) < 0) {
+                fprintf(stderr, "error: --near '%s': give cuda:N (a GPU), numa:N (a NUMA node) "
+                                "or auto\n", optarg);
+                return -1;
+            }
+            b->near = optarg;
+            break;
+        }
         case O_CTIMEOUT:
         case O_OTIMEOUT:
             if (tool_parse_uint(optarg, c == O_CTIMEOUT ? "--connect-timeout" : "--op-timeout", 1,
@@ -461,6 +478,7 @@ int cmd_bench(int argc, char **argv)
         o.devices = devices;
         o.n_devices = b.rails;
     }
+    o.near = b.near;
     o.slice_size = (size_t)b.slice;
     if (b.rail_depth)
         o.queue_depth = b.rail_depth;

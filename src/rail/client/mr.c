@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/parallel.h"
+#include "gpu/near_mem.h"
 #include "gpu/staging.h"
 #include "rail/client/rail_state.h"
 
@@ -243,6 +244,32 @@ static int staging_pool(railwire_railset *rs, int device, struct rw_mem *m)
     return rc;
 }
 
+/* near=auto: the first registration of the railset says whether its
+ * memory lives where the rails were placed at connect (docs/gpu.md). */
+static void near_check(railwire_railset *rs, const struct rw_mem *m)
+{
+    if (!rs->near_auto || __atomic_exchange_n(&rs->near_checked, 1, __ATOMIC_ACQ_REL))
+        return;
+    struct rw_near at;
+    char want[32], got[32];
+    if (rw_near_from_mem(m, &at) < 0 || at.kind == RW_NEAR_NONE) {
+        rw_info("mr_register: near=auto: where this first registered memory lives is unknown "
+                "(untouched host pages or a DMA-BUF); rails stay near %s",
+                rw_near_str(&rs->near_target, want, sizeof(want)));
+        return;
+    }
+    if (rw_near_same(&at, &rs->near_target)) {
+        rw_info("mr_register: near=auto: the first registered memory is on %s, where the rails "
+                "were placed", rw_near_str(&at, got, sizeof(got)));
+        return;
+    }
+    rw_warn("mr_register: near=auto placed the rails near %s at connect, but the first "
+            "registered memory is on %s: the rails may cross a farther PCIe or socket path; "
+            "connect with near=\"%s\" (or make that device current before connecting)",
+            rw_near_str(&rs->near_target, want, sizeof(want)), rw_near_str(&at, got, sizeof(got)),
+            got);
+}
+
 int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_mr **out)
 {
     if (!rs || !addr || len == 0 || !out) {
@@ -251,7 +278,10 @@ int railwire_mr_register(railwire_railset *rs, void *addr, size_t len, railwire_
     }
     struct rw_mem mem;
     rw_mem_host(&mem, addr, len);
-    return register_on_rails(rs, &mem, out);
+    int rc = register_on_rails(rs, &mem, out);
+    if (rc == 0)
+        near_check(rs, &mem);
+    return rc;
 }
 
 int railwire_mr_register_mem(railwire_railset *rs, const railwire_mem *mem, railwire_mr **out)
@@ -270,6 +300,8 @@ int railwire_mr_register_mem(railwire_railset *rs, const railwire_mem *mem, rail
             return rc;
     }
     rc = register_on_rails(rs, &m, out);
+    if (rc == 0)
+        near_check(rs, &m);
     return rc;
 }
 

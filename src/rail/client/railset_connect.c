@@ -9,6 +9,7 @@
 #include "common/busy_poll.h"
 #include "common/log.h"
 #include "rail/client/heal.h"
+#include "rail/client/near_place.h"
 #include "rail/client/railset_internal.h"
 #include "rail/client/railset_opts.h"
 #include "rail/client/session_open.h"
@@ -206,6 +207,14 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     rc = tls_creds_make(o, &sp.tls);
     if (rc < 0)
         return rc;
+    /* near: the rails' devices or local addresses, nearest the memory
+     * (mine then points at plan's strings, for the session and the heals). */
+    struct rw_near_plan plan;
+    rc = rw_near_plan_make(host, sp.ops, &mine, &plan);
+    if (rc < 0) {
+        tls_creds_free(sp.tls);
+        return rc;
+    }
     for (unsigned i = 0; i < o->n_rails; i++) {
         sp.local_addr[i] = o->n_local_addrs ? o->local_addrs[i % o->n_local_addrs] : NULL;
         sp.device[i] = o->n_devices ? o->devices[i % o->n_devices] : NULL;
@@ -213,6 +222,7 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     struct rw_session_out so;
     rc = rw_session_open(&sp, &so);
     if (rc < 0) {
+        rw_near_plan_free(&plan);
         tls_creds_free(sp.tls);
         return rc;
     }
@@ -220,18 +230,23 @@ int railwire_railset_connect(const char *host, const char *port, const railwire_
     railwire_railset *rs;
     rc = railset_of_session(sp.ops, o, &so, &rs);
     if (rc < 0) {
+        rw_near_plan_free(&plan);
         tls_creds_free(sp.tls);
         return rc;
     }
+    rs->near_target = plan.target;
+    rs->near_auto = plan.is_auto && plan.target.kind != RW_NEAR_NONE;
     rs->net_ctx = sp.tls;
     rs->net_ctx_free = sp.tls ? tls_creds_free : NULL;
     if (o->heal) {
         rc = enable_healing(rs, host, port, o, sp.tls);
         if (rc < 0) {
+            rw_near_plan_free(&plan);
             railwire_railset_close(rs);
             return rc;
         }
     }
+    rw_near_plan_free(&plan); /* heal_cfg copied what it needs */
     rw_info("connect: %u %s rail(s) up to %s port %s (%u layer(s)%s)", rs->n_rails, sp.ops->name,
             host, port, rs->n_layers, o->heal ? ", healing on" : "");
     *out = rs;

@@ -22,6 +22,7 @@
 
 #include "common/list.h"
 #include "gpu/mem_desc.h"
+#include "gpu/topology.h"
 #include "transport/transport.h"
 #include "wire/wire.h"
 
@@ -221,6 +222,12 @@ struct railwire_railset {
     int64_t xd_next_ms;       /* earliest deadline among them (may be early) */
     size_t staging_bytes;     /* opts.staging_bytes (0: RW_STAGE_DEFAULT_BYTES) */
     struct rw_stage_pool *stage_pool; /* created by the first CUDA registration */
+    /* near (near_place.h): what the rails were placed near at connect;
+     * near_auto: it came from "auto", and the first registration checks
+     * (once, near_checked) that its memory lives there. */
+    struct rw_near near_target;
+    int near_auto;
+    int near_checked;
     /* ops->mr_reg_multi (verbs: in parallel per device, reusing a device's
      * registration), or NULL: mr_reg on each domain. */
     int (*reg_multi)(struct rw_domain *const *doms, size_t n, void *addr, size_t len, int access,

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/struct_abi.h"
+#include "gpu/topology.h"
 #include "rail/client/heal.h"
 #include "rail/client/railset_internal.h"
 #include "rail/client/railset_opts.h"
@@ -14,6 +15,9 @@
 _Static_assert(RAILWIRE_RAILSET_OPTS_MIN_SIZE ==
                    offsetof(railwire_railset_opts, n_rails) + sizeof(unsigned),
                "the minimum struct_size ends after n_rails");
+_Static_assert(offsetof(railwire_railset_opts, near) ==
+                   offsetof(railwire_railset_opts, staging_bytes) + sizeof(size_t),
+               "near follows staging_bytes with no padding (docs/abi.md)");
 
 static void defaults(railwire_railset_opts *o)
 {
@@ -86,5 +90,11 @@ int rw_railset_opts_take(const railwire_railset_opts *in, railwire_railset_opts 
     if (check_count("n_local_addrs", out->local_addrs, out->n_local_addrs, out->n_rails) < 0 ||
         check_count("n_devices", out->devices, out->n_devices, out->n_rails) < 0)
         return RAILWIRE_E_INVALID;
+    struct rw_near near;
+    if (rw_near_parse(out->near, &near) < 0) {
+        rw_err("connect: railwire_railset_opts.near '%s' is not one of \"cuda:N\" (a GPU), "
+               "\"numa:N\" (a NUMA node), \"auto\", or NULL/\"\" (no preference)", out->near);
+        return RAILWIRE_E_INVALID;
+    }
     return 0;
 }

@@ -15,6 +15,7 @@
 
 #include <railwire/railset.h>
 
+#include "rail/client/near_place.h" /* rw_near_plan_make, rw_near_place_names */
 #include "rail/client/railset_local.h"
 
 /* Rail i's public state (derived from the rail state machine). */
