@@ -133,9 +133,30 @@ static void run_ep(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep, int writ
         l->spin_ns = spin;
 }
 
+/* The loop's events for an ep's socket: no input while a waiting caller
+ * receives on the rail itself (tcp_cli_attend.c). */
+static uint32_t ep_events(int in)
+{
+    return (in ? EPOLLIN : 0) | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+}
+
+void rw_tcp_cli_loop_watch_in(struct rw_tcp_cli_ep *ep, int in)
+{
+    struct epoll_event ev = {.events = ep_events(in), .data.ptr = ep};
+
+    /* ENOENT: not registered yet (do_register reads ep->attend) or
+     * dropped already. */
+    if (ep->link.loop && !ep->link.orphan &&
+        epoll_ctl(ep->link.loop->epfd, EPOLL_CTL_MOD, ep->fd, &ev) < 0 && errno != ENOENT &&
+        errno != EBADF)
+        rw_warn_rl("tcp: client event loop %u: epoll_ctl(MOD) failed: %s", ep->link.loop->id,
+                   strerror(errno));
+}
+
 static int do_register(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
 {
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = ep};
+    struct epoll_event ev = {.data.ptr = ep};
+    int rc = 0;
 
     if (l->n_tab == l->cap_tab) {
         unsigned nc = l->cap_tab ? l->cap_tab * 2 : 16;
@@ -145,8 +166,13 @@ static int do_register(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
         l->eps = n;
         l->cap_tab = nc;
     }
+    pthread_mutex_lock(&ep->lock); /* against rw_tcp_cli_arm changing ep->attend */
+    ev.events = ep_events(!ep->attend);
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, ep->fd, &ev) < 0)
-        return RAILWIRE_E_SYSTEM;
+        rc = RAILWIRE_E_SYSTEM;
+    pthread_mutex_unlock(&ep->lock);
+    if (rc)
+        return rc;
     ep->link.idx = l->n_tab;
     l->eps[l->n_tab++] = ep;
     return 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "tcp/tcp_cli_io.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_stage.h"
 
@@ -65,6 +66,8 @@ static int tcp_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
     if (is_server(ep))
         return 0;
     int n = rw_tcp_cli_ep_poll(cli(ep), wcs, max);
+    if (n == 0 && max > 0 && rw_tcp_cli_attend(cli(ep)))
+        n = rw_tcp_cli_ep_poll(cli(ep), wcs, max);
     if (n > 0 && cli(ep)->stage)
         rw_tcp_stage_polled(cli(ep), wcs, n);
     return n;
@@ -72,20 +75,14 @@ static int tcp_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
 
 static int tcp_ep_wait_fd(struct rw_ep *ep)
 {
-    return is_server(ep) ? -1 : cli(ep)->evfd;
+    return is_server(ep) ? -1 : cli(ep)->wfd;
 }
 
 static int tcp_ep_arm(struct rw_ep *ep)
 {
-    uint64_t v;
-
     if (is_server(ep))
         return 0;
-    if (read(cli(ep)->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
-        rw_err("tcp: reading the completion eventfd failed: %s", strerror(errno));
-        return RAILWIRE_E_SYSTEM;
-    }
-    return 0;
+    return rw_tcp_cli_arm(cli(ep));
 }
 
 static void tcp_ep_kill(struct rw_ep *ep)
