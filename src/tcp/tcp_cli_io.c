@@ -4,6 +4,7 @@
 #include "tcp/tcp_cli_io.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,10 @@ void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep)
     /* EAGAIN means the counter is already huge: still readable. */
     if (write(ep->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         rw_warn_rl("tcp: cannot signal the completion eventfd: %s", strerror(errno));
+    /* After the write: ep_arm reads the eventfd only when this is set, so
+     * at worst it leaves one write for the next arm (a spurious wake-up),
+     * never a stale count behind a clear flag. */
+    atomic_store_explicit(&ep->evfd_set, 1, memory_order_release);
 }
 
 void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)

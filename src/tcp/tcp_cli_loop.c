@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rw_tcp_cli_loop *pool[RW_TCP_CLI_LOOPS_MAX];
 static unsigned pool_n;                /* loops running */
 static unsigned pool_eps;              /* eps attached to them */
+static _Atomic unsigned pool_eps_seen; /* pool_eps, for rw_tcp_cli_pool_eps */
 static unsigned pool_want;             /* rw_tcp_cli_pool_configure; 0 = cores */
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
@@ -457,6 +459,7 @@ static void fork_child(void)
     }
     pool_n = 0;
     pool_eps = 0;
+    atomic_store_explicit(&pool_eps_seen, 0, memory_order_relaxed);
     pthread_mutex_unlock(&pool_lock);
 }
 
@@ -490,6 +493,11 @@ void rw_tcp_cli_pool_configure(unsigned n)
     pthread_mutex_lock(&pool_lock);
     pool_want = n > RW_TCP_CLI_LOOPS_MAX ? RW_TCP_CLI_LOOPS_MAX : n;
     pthread_mutex_unlock(&pool_lock);
+}
+
+unsigned rw_tcp_cli_pool_eps(void)
+{
+    return atomic_load_explicit(&pool_eps_seen, memory_order_relaxed);
 }
 
 unsigned rw_tcp_cli_pool_threads(void)
@@ -529,6 +537,7 @@ int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep)
     }
     l->n_eps++;
     pool_eps++;
+    atomic_store_explicit(&pool_eps_seen, pool_eps, memory_order_relaxed);
     ep->link.loop = l;
     ep->link.idx = (unsigned)-1;
     pthread_mutex_lock(&l->lock);
@@ -607,7 +616,9 @@ void rw_tcp_cli_loop_detach(struct rw_tcp_cli_ep *ep)
             loop_free(l);
     } else {
         l->n_eps--;
-        if (--pool_eps == 0)
+        --pool_eps;
+        atomic_store_explicit(&pool_eps_seen, pool_eps, memory_order_relaxed);
+        if (pool_eps == 0)
             stop_all();
     }
     pthread_mutex_unlock(&pool_lock);

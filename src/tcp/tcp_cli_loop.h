@@ -57,6 +57,10 @@ void rw_tcp_cli_pool_configure(unsigned n);
  * what the thread serving a rail costs). */
 pthread_t rw_tcp_cli_loop_thread(const struct rw_tcp_cli_ep *ep);
 
+/* Number of client eps attached to the loops of this process (a hint:
+ * read without the pool lock). */
+unsigned rw_tcp_cli_pool_eps(void);
+
 /* Number of client loop threads running in this process. */
 unsigned rw_tcp_cli_pool_threads(void);
 
