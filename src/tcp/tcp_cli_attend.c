@@ -107,11 +107,16 @@ int rw_tcp_cli_arm(struct rw_tcp_cli_ep *ep)
     int rc;
 
     /* A railset arms every rail before each sleep: no read() for the
-     * eventfds nobody wrote (rw_tcp_cli_notify). */
-    if (atomic_exchange_explicit(&ep->evfd_set, 0, memory_order_acq_rel) &&
-        read(ep->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
-        rw_err("tcp: reading the completion eventfd failed: %s", strerror(errno));
-        return RAILWIRE_E_SYSTEM;
+     * eventfds nobody wrote.  evfd_pending counts the writes begun
+     * (rw_tcp_cli_notify adds 1 before its write); a read takes back the
+     * ones it consumed, so a write still on its way is read next time. */
+    if (atomic_load_explicit(&ep->evfd_pending, memory_order_acquire)) {
+        if (read(ep->evfd, &v, sizeof(v)) == (ssize_t)sizeof(v)) {
+            atomic_fetch_sub_explicit(&ep->evfd_pending, v, memory_order_acq_rel);
+        } else if (errno != EAGAIN) {
+            rw_err("tcp: reading the completion eventfd failed: %s", strerror(errno));
+            return RAILWIRE_E_SYSTEM;
+        }
     }
     pthread_mutex_lock(&ep->lock);
     set_attend_locked(ep, want_attend_locked(ep));

@@ -30,13 +30,13 @@
 void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep)
 {
     uint64_t one = 1;
+
+    /* Before the write: ep_arm reads the eventfd while this is non-zero
+     * and subtracts what it read (tcp_cli_attend.c). */
+    atomic_fetch_add_explicit(&ep->evfd_pending, 1, memory_order_acq_rel);
     /* EAGAIN means the counter is already huge: still readable. */
     if (write(ep->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         rw_warn_rl("tcp: cannot signal the completion eventfd: %s", strerror(errno));
-    /* After the write: ep_arm reads the eventfd only when this is set, so
-     * at worst it leaves one write for the next arm (a spurious wake-up),
-     * never a stale count behind a clear flag. */
-    atomic_store_explicit(&ep->evfd_set, 1, memory_order_release);
 }
 
 void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)

@@ -247,7 +247,7 @@ struct rw_tcp_cli_ep {
     int rx_missed;                  /* the loop skipped a socket event while the caller read */
     int finish_deferred;            /* the loop dropped the ep while the caller read */
     int64_t attend_ms;              /* the caller's last arm or receive while attend */
-    _Atomic int evfd_set;           /* evfd written since the last ep_arm read it */
+    _Atomic uint64_t evfd_pending;  /* evfd writes begun and not yet read by ep_arm */
 };
 
 /* rx_owner values: the ep's loop thread, or a caller in ep_poll. */
