@@ -103,7 +103,7 @@ serve_start
 # --- 3. threads of a process holding one 64-rail railset ---
 echo "== 3. threads of a 64-rail railset" >&2
 "$rw_cli" bench --connect "127.0.0.1:$srv_port" --dialect rw --rails 64 --read -s 64K -q 64 \
-  -D "$((secs + 2))" --quiet >/dev/null 2>&1 &
+  -D "$(awk -v s="$secs" 'BEGIN{print s + 2}')" --quiet >/dev/null 2>&1 &
 bpid=$!
 sleep 1.5
 maxthr=0

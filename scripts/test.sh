@@ -61,7 +61,7 @@ tsan_stage() {
   cmake -S . -B build-tsan -DRAILWIRE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DRAILWIRE_TSAN=ON &&
     cmake --build build-tsan -j"$jobs" --target railset_threads railset_fd_threads tcp_loop_threads \
-      tls_threads tcp_cli_loop_threads gpu_threads gpu_server_threads &&
+      tls_threads tcp_cli_loop_threads tcp_cli_attend_threads gpu_threads gpu_server_threads &&
     ctest --test-dir build-tsan -L threads --output-on-failure --timeout 900
 }
 case $skip in *,tsan,*) ;; *)

@@ -4,6 +4,7 @@
 #include "tcp/tcp_cli_io.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,10 @@
 void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep)
 {
     uint64_t one = 1;
+
+    /* Before the write: ep_arm reads the eventfd while this is non-zero
+     * and subtracts what it read (tcp_cli_attend.c). */
+    atomic_fetch_add_explicit(&ep->evfd_pending, 1, memory_order_acq_rel);
     /* EAGAIN means the counter is already huge: still readable. */
     if (write(ep->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         rw_warn_rl("tcp: cannot signal the completion eventfd: %s", strerror(errno));
@@ -56,7 +61,9 @@ int rw_tcp_cli_publish_locked(struct rw_tcp_cli_ep *ep)
 
     if (lim <= ep->done)
         return 0;
-    wake = ep->done == ep->polled;
+    /* An attending caller (tcp_cli_attend.c) polls again once it lets go
+     * of the receiver: no eventfd write for it. */
+    wake = ep->done == ep->polled && ep->rx_owner != RW_TCP_RX_CALLER;
     ep->done = lim;
     return wake;
 }
@@ -242,10 +249,20 @@ to_loop:
 int rw_tcp_cli_run(struct rw_tcp_cli_ep *ep, int writable, uint64_t *spin_ns)
 {
     int again = tx_run(ep, writable);
-    int dead;
+    int dead, own;
 
-    again |= rw_tcp_cli_rx_run(ep, spin_ns);
     pthread_mutex_lock(&ep->lock);
+    own = !ep->rx_owner;
+    if (own)
+        ep->rx_owner = RW_TCP_RX_LOOP;
+    else
+        ep->rx_missed = 1; /* the attending caller reads it (tcp_cli_attend.c) */
+    pthread_mutex_unlock(&ep->lock);
+    if (own)
+        again |= rw_tcp_cli_rx_run(ep, spin_ns);
+    pthread_mutex_lock(&ep->lock);
+    if (own)
+        ep->rx_owner = 0;
     dead = ep->state != RW_TCP_CLI_UP;
     pthread_mutex_unlock(&ep->lock);
     return dead ? -1 : again;
@@ -261,11 +278,12 @@ int rw_tcp_cli_scan(struct rw_tcp_cli_ep *ep, int64_t now)
         pthread_mutex_unlock(&ep->lock);
         return 1;
     }
+    rw_tcp_cli_attend_scan_locked(ep, now);
     mark = ep->rx_mark_ms > ep->tx_mark_ms ? ep->rx_mark_ms : ep->tx_mark_ms;
     if (ep->sent != ep->posted && now - ep->tx_mark_ms >= ep->io_timeout_ms)
         what = "the server stopped reading requests";
     else if (ep->answered < ep->posted && ep->sent == ep->posted && now - mark >= ep->io_timeout_ms)
-        what = ep->rxs.left ? "the connection failed in the middle of READ data"
+        what = !ep->rx_owner && ep->rxs.left ? "the connection failed in the middle of READ data"
                             : "no response from the server within the I/O timeout";
     pthread_mutex_unlock(&ep->lock);
     if (!what)
@@ -279,6 +297,13 @@ void rw_tcp_cli_finish(struct rw_tcp_cli_ep *ep)
     int wake;
 
     pthread_mutex_lock(&ep->lock);
+    if (ep->rx_owner == RW_TCP_RX_CALLER) {
+        /* A caller is reading into the outstanding buffers: it completes
+         * them when it lets go (tcp_cli_attend.c). */
+        ep->finish_deferred = 1;
+        pthread_mutex_unlock(&ep->lock);
+        return;
+    }
     wake = ep->done < ep->posted && ep->done == ep->polled;
     /* Answered entries keep their result (nothing runs the rail any more);
      * the rest never got theirs. */
@@ -341,9 +366,10 @@ void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep)
     if (ep->link.loop)
         rw_tcp_cli_loop_kill(ep);
     /* An ep_post of another thread may still be writing a small request
-     * without blocking: let it finish before the buffers are released. */
+     * without blocking, or a waiting caller reading an answer: let them
+     * finish before the buffers are released. */
     pthread_mutex_lock(&ep->lock);
-    while (ep->tx_busy &&
+    while ((ep->tx_busy || ep->rx_owner >= RW_TCP_RX_CALLER) &&
            rw_tcp_cond_wait_until(&ep->cond, &ep->lock, rw_now_ms() + ep->io_timeout_ms) == 0)
         ;
     pthread_mutex_unlock(&ep->lock);

@@ -32,7 +32,33 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what);
  * to the ep's loop.  Returns with the lock held. */
 void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t cnt);
 
-/* --- called by the ep's loop thread only --- */
+/* --- a waiting caller receiving on its rail (tcp_cli_attend.c) --- */
+
+/* ep_create: makes ep->wfd, the ep's wait fd (an epoll set of ep->evfd).
+ * Returns 0, or RAILWIRE_E_SYSTEM (logged; ep->wfd is -1). */
+int rw_tcp_cli_wait_init(struct rw_tcp_cli_ep *ep);
+
+/* ep_arm: clears the eventfd, and adds the rail socket to the wait set
+ * while a caller awaits a few small answers (or removes it).  Returns 1
+ * when the socket is in the wait set (ep_poll receives), 0 when not, or
+ * RAILWIRE_E_SYSTEM (logged). */
+int rw_tcp_cli_arm(struct rw_tcp_cli_ep *ep);
+
+/* ep_poll with nothing to deliver: when the ep is armed for it and the
+ * loop is not receiving, runs the receive state machine in the calling
+ * thread (non-blocking).  Returns 1 when it ran, 0 when not. */
+int rw_tcp_cli_attend(struct rw_tcp_cli_ep *ep);
+
+/* Whether every request posted has its answer and the verdict is in (an
+ * attending caller stops receiving there).  Takes ep->lock. */
+int rw_tcp_cli_rx_idle(struct rw_tcp_cli_ep *ep);
+
+/* The loop's timeout scan, ep->lock held: gives the socket's input back
+ * to the loop when the attending caller has not come back for a while. */
+void rw_tcp_cli_attend_scan_locked(struct rw_tcp_cli_ep *ep, int64_t now);
+
+/* --- called by the ep's loop thread only (rx_run also by an attending
+ * caller, which then owns the receive state machine) --- */
 
 /* Runs the receive state machine for one quantum (tcp_cli_rx.c).  Returns
  * 1 when the quantum was used, 0 when the socket has nothing more (or the

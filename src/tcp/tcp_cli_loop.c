@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rw_tcp_cli_loop *pool[RW_TCP_CLI_LOOPS_MAX];
 static unsigned pool_n;                /* loops running */
 static unsigned pool_eps;              /* eps attached to them */
+static _Atomic unsigned pool_eps_seen; /* pool_eps, for rw_tcp_cli_pool_eps */
 static unsigned pool_want;             /* rw_tcp_cli_pool_configure; 0 = cores */
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
@@ -133,9 +135,30 @@ static void run_ep(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep, int writ
         l->spin_ns = spin;
 }
 
+/* The loop's events for an ep's socket: no input while a waiting caller
+ * receives on the rail itself (tcp_cli_attend.c). */
+static uint32_t ep_events(int in)
+{
+    return (in ? EPOLLIN : 0) | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+}
+
+void rw_tcp_cli_loop_watch_in(struct rw_tcp_cli_ep *ep, int in)
+{
+    struct epoll_event ev = {.events = ep_events(in), .data.ptr = ep};
+
+    /* ENOENT: not registered yet (do_register reads ep->attend) or
+     * dropped already. */
+    if (ep->link.loop && !ep->link.orphan &&
+        epoll_ctl(ep->link.loop->epfd, EPOLL_CTL_MOD, ep->fd, &ev) < 0 && errno != ENOENT &&
+        errno != EBADF)
+        rw_warn_rl("tcp: client event loop %u: epoll_ctl(MOD) failed: %s", ep->link.loop->id,
+                   strerror(errno));
+}
+
 static int do_register(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
 {
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = ep};
+    struct epoll_event ev = {.data.ptr = ep};
+    int rc = 0;
 
     if (l->n_tab == l->cap_tab) {
         unsigned nc = l->cap_tab ? l->cap_tab * 2 : 16;
@@ -145,8 +168,13 @@ static int do_register(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
         l->eps = n;
         l->cap_tab = nc;
     }
+    pthread_mutex_lock(&ep->lock); /* against rw_tcp_cli_arm changing ep->attend */
+    ev.events = ep_events(!ep->attend);
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, ep->fd, &ev) < 0)
-        return RAILWIRE_E_SYSTEM;
+        rc = RAILWIRE_E_SYSTEM;
+    pthread_mutex_unlock(&ep->lock);
+    if (rc)
+        return rc;
     ep->link.idx = l->n_tab;
     l->eps[l->n_tab++] = ep;
     return 0;
@@ -431,6 +459,7 @@ static void fork_child(void)
     }
     pool_n = 0;
     pool_eps = 0;
+    atomic_store_explicit(&pool_eps_seen, 0, memory_order_relaxed);
     pthread_mutex_unlock(&pool_lock);
 }
 
@@ -464,6 +493,11 @@ void rw_tcp_cli_pool_configure(unsigned n)
     pthread_mutex_lock(&pool_lock);
     pool_want = n > RW_TCP_CLI_LOOPS_MAX ? RW_TCP_CLI_LOOPS_MAX : n;
     pthread_mutex_unlock(&pool_lock);
+}
+
+unsigned rw_tcp_cli_pool_eps(void)
+{
+    return atomic_load_explicit(&pool_eps_seen, memory_order_relaxed);
 }
 
 unsigned rw_tcp_cli_pool_threads(void)
@@ -503,6 +537,7 @@ int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep)
     }
     l->n_eps++;
     pool_eps++;
+    atomic_store_explicit(&pool_eps_seen, pool_eps, memory_order_relaxed);
     ep->link.loop = l;
     ep->link.idx = (unsigned)-1;
     pthread_mutex_lock(&l->lock);
@@ -581,7 +616,9 @@ void rw_tcp_cli_loop_detach(struct rw_tcp_cli_ep *ep)
             loop_free(l);
     } else {
         l->n_eps--;
-        if (--pool_eps == 0)
+        --pool_eps;
+        atomic_store_explicit(&pool_eps_seen, pool_eps, memory_order_relaxed);
+        if (pool_eps == 0)
             stop_all();
     }
     pthread_mutex_unlock(&pool_lock);

@@ -34,6 +34,11 @@ int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep);
  * were posted that the posting thread did not write). */
 void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep);
 
+/* With ep->lock held: makes the ep's loop watch its socket's input (in)
+ * or not (a waiting caller receives, tcp_cli_attend.c).  Turning it on
+ * again reports input already waiting. */
+void rw_tcp_cli_loop_watch_in(struct rw_tcp_cli_ep *ep, int in);
+
 /* Asks the ep's loop to drop the ep and waits until the loop no longer
  * touches it nor its buffers (bounded: loop handlers never block).  The ep
  * must be dead already.  Never called from a loop thread. */
@@ -51,6 +56,10 @@ void rw_tcp_cli_pool_configure(unsigned n);
 /* The thread of the loop serving a connected ep (for tests that measure
  * what the thread serving a rail costs). */
 pthread_t rw_tcp_cli_loop_thread(const struct rw_tcp_cli_ep *ep);
+
+/* Number of client eps attached to the loops of this process (a hint:
+ * read without the pool lock). */
+unsigned rw_tcp_cli_pool_eps(void);
 
 /* Number of client loop threads running in this process. */
 unsigned rw_tcp_cli_pool_threads(void);

@@ -224,6 +224,8 @@ int rw_tcp_cli_rx_run(struct rw_tcp_cli_ep *ep, uint64_t *spin_ns)
     int rc = 0, small = 0;
 
     while (got < RX_QUANTUM) {
+        if (ep->rx_owner == RW_TCP_RX_CALLER && rw_tcp_cli_rx_idle(ep))
+            break; /* an attending caller stops at its last answer */
         if (ep->need_verdict)
             rc = rx_verdict(ep, &got, &what);
         else if (ep->rxs.left)

@@ -62,6 +62,9 @@ int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
     rc = rw_tcp_cond_init(&ep->cond);
     if (rc)
         goto fail_lock;
+    rc = rw_tcp_cli_wait_init(ep);
+    if (rc)
+        goto fail_cond;
     ep->base.local.qpn = rw_tcp_random32(1);
     ep->base.local.psn = rw_tcp_random32(0);
     rw_tcp_addr_to_gid(&d->local, ep->base.local.gid);
@@ -73,6 +76,8 @@ int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
     *out = &ep->base;
     return 0;
 
+fail_cond:
+    pthread_cond_destroy(&ep->cond);
 fail_lock:
     pthread_mutex_destroy(&ep->lock);
 fail_evfd:
@@ -267,6 +272,7 @@ void rw_tcp_cli_ep_free(struct rw_tcp_cli_ep *ep)
     rw_tcp_tls_close(ep->fd, ep->tls);
     ep->tls = NULL;
     free(ep->rxs.rx);
+    close(ep->wfd);
     close(ep->evfd);
     pthread_cond_destroy(&ep->cond);
     pthread_mutex_destroy(&ep->lock);

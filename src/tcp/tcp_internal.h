@@ -250,7 +250,20 @@ struct rw_tcp_cli_ep {
     int out_wait;                   /* the loop's send hit EAGAIN: EPOLLOUT will run it */
     int64_t tx_mark_ms;             /* last send progress, or when sending began */
     int64_t rx_mark_ms;             /* last byte received */
+    /* A waiting caller receiving on the rail (tcp_cli_attend.c) */
+    int wfd;                        /* ep_wait_fd: epoll set of evfd (+ fd while attend) */
+    int attend;                     /* fd is in wfd: a waiting caller may receive */
+    int rx_owner;                   /* who runs the receive state machine: 0, RW_TCP_RX_* */
+    int rx_missed;                  /* the loop skipped a socket event while the caller read */
+    int finish_deferred;            /* the loop dropped the ep while the caller read */
+    int64_t attend_ms;              /* the caller's last arm or receive while attend */
+    _Atomic uint64_t evfd_pending;  /* evfd writes begun and not yet read by ep_arm */
 };
+
+/* rx_owner values: the ep's loop thread, or a caller in ep_poll. */
+#define RW_TCP_RX_LOOP 1
+#define RW_TCP_RX_CALLER 2
+#define RW_TCP_RX_FINISHING 3 /* the caller completes what the loop dropped */
 
 /* --- condition variables on CLOCK_MONOTONIC (tcp_sync.c) --- */
 /* Initialises *c to wait against CLOCK_MONOTONIC.  Returns 0 or

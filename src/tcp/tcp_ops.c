@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "tcp/tcp_cli_io.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_stage.h"
 
@@ -81,6 +82,8 @@ static int tcp_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
     if (is_server(ep))
         return 0;
     int n = rw_tcp_cli_ep_poll(cli(ep), wcs, max);
+    if (n == 0 && max > 0 && rw_tcp_cli_attend(cli(ep)))
+        n = rw_tcp_cli_ep_poll(cli(ep), wcs, max);
     if (n >= 0 && __atomic_load_n(&cli(ep)->stage, __ATOMIC_ACQUIRE))
         n = rw_tcp_stage_polled(cli(ep), wcs, n, max);
     return n;
@@ -88,26 +91,20 @@ static int tcp_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
 
 static int tcp_ep_wait_fd(struct rw_ep *ep)
 {
-    return is_server(ep) ? -1 : cli(ep)->evfd;
+    return is_server(ep) ? -1 : cli(ep)->wfd;
 }
 
 static int tcp_ep_arm(struct rw_ep *ep)
 {
-    uint64_t v;
-
     if (is_server(ep))
         return 0;
-    if (read(cli(ep)->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
-        rw_err("tcp: reading the completion eventfd failed: %s", strerror(errno));
-        return RAILWIRE_E_SYSTEM;
-    }
-    if (rw_tcp_stage_busy(cli(ep))) {
+    int rc = rw_tcp_cli_arm(cli(ep));
+    if (rc >= 0 && rw_tcp_stage_busy(cli(ep))) {
         /* Held completions and no wake-up from the driver: stay awake. */
-        v = 1;
-        if (write(cli(ep)->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-            return RAILWIRE_E_SYSTEM;
+        rw_tcp_cli_notify(cli(ep));
+        rc = 0;
     }
-    return 0;
+    return rc;
 }
 
 static void tcp_ep_kill(struct rw_ep *ep)

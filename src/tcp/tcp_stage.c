@@ -12,6 +12,7 @@
 #include "common/time.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/mem_desc.h"
+#include "tcp/tcp_cli_io.h"
 #include "gpu/staging.h"
 #include "tcp/tcp_stage.h"
 
@@ -56,7 +57,8 @@ struct rw_tcp_stage {
     pthread_mutex_t lock;
     struct rw_stage_stream *stream;
     int device;
-    int evfd;               /* the ep's wait fd: the stream writes it after each copy */
+    struct rw_tcp_cli_ep *ep; /* its ep: the stream signals the ep's wait fd after each copy
+                                 (the ep outlives the stage: ep_kill destroys the stream) */
     int notify;             /* 1: the stream wakes evfd (cuLaunchHostFunc) */
     int dead;               /* the stream failed: no more copies */
     uint64_t tag;
@@ -109,9 +111,7 @@ int rw_tcp_stage_any(const struct rw_wr *wrs, size_t n)
 static void wake(void *arg)
 {
     struct rw_tcp_stage *st = arg;
-    uint64_t one = 1;
-    ssize_t w = write(st->evfd, &one, sizeof(one));
-    (void)w; /* EAGAIN: the counter is already non-zero, the waiter wakes */
+    rw_tcp_cli_notify(st->ep); /* counted, so ep_arm reads it (tcp_cli_attend.c) */
 }
 
 /* The ep's staging state, created on first use on `device`. */
@@ -136,7 +136,7 @@ static struct rw_tcp_stage *stage_of(struct rw_tcp_cli_ep *ep, int device, int *
     }
     pthread_mutex_init(&st->lock, NULL);
     st->device = device;
-    st->evfd = ep->evfd;
+    st->ep = ep;
     st->notify = rw_stage_stream_notify(st->stream, wake, st) == 0;
     if (!st->notify)
         rw_info("tcp: the CUDA driver lacks cuLaunchHostFunc: rail waiters poll while "

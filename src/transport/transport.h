@@ -247,7 +247,11 @@ struct rw_transport_ops {
      * ep_arm(); -1 if the transport must be busy-polled. */
     int (*ep_wait_fd)(struct rw_ep *ep);
     /* Re-arms the notification before sleeping on ep_wait_fd (clears a stale
-     * wakeup).  The caller polls once more after arming, then sleeps. */
+     * wakeup).  The caller polls once more after arming, then sleeps.
+     * Returns 0, 1 when the wait fd now wakes on the rail's own input and
+     * ep_poll then receives in the calling thread (tcp: a few small answers
+     * awaited; a busy-poll spin before the sleep gains nothing then), or a
+     * negative code (the fd cannot be slept on). */
     int (*ep_arm)(struct rw_ep *ep);
     /* Forces the ep into the failed state: every outstanding WR completes
      * with RAILWIRE_E_RAIL_DOWN, and once ep_kill returns no outstanding WR

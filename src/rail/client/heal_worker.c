@@ -90,7 +90,7 @@ static int probe_rail(const struct rw_heal_cfg *cfg, struct rw_domain *dom, stru
                 break;
             }
             int fd = ops->ep_wait_fd(ep);
-            if (fd >= 0 && ops->ep_arm(ep) == 0) {
+            if (fd >= 0 && ops->ep_arm(ep) >= 0) {
                 n = ops->ep_poll(ep, &wc, 1);
                 if (n == 1) {
                     rc = wc.status;

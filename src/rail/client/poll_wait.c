@@ -108,20 +108,26 @@ static void add_fd(struct pollfd *pfd, nfds_t *n, int fd)
 
 /* Arms every live rail and puts its wait fd in pfd, then the heal worker's
  * eventfd.  Sets *busy when slices wait for a live rail or a rail could not
- * be armed (the sleep must then be short).  Returns the fds set. */
-static nfds_t arm_poll_set(railwire_railset *rs, struct pollfd *pfd, int *busy)
+ * be armed (the sleep must then be short), and *direct when every rail's
+ * fd wakes on the rail's own input (ep_arm returned 1: no spin needed).
+ * Returns the fds set. */
+static nfds_t arm_poll_set(railwire_railset *rs, struct pollfd *pfd, int *busy, int *direct)
 {
     nfds_t n = 0;
     *busy = rs->pending.head != NULL && rs->n_live > 0;
+    *direct = 1;
     for (unsigned i = 0; i < rs->n_rails; i++) {
         struct rw_rail *r = &rs->rails[i];
         if (!rw_rail_is_up(r))
             continue;
         int fd = rs->ops->ep_wait_fd(r->ep);
-        if (fd < 0 || rs->ops->ep_arm(r->ep) < 0) {
+        int armed = fd < 0 ? -1 : rs->ops->ep_arm(r->ep);
+        if (armed < 0) {
             *busy = 1;
             continue;
         }
+        if (armed != 1)
+            *direct = 0;
         add_fd(pfd, &n, fd);
     }
     int hfd = rw_heal_wait_fd(rs);
@@ -142,8 +148,8 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         return 0;
     }
     struct pollfd pfd[RAILWIRE_MAX_RAILS + 2];
-    int busy = 0;
-    nfds_t n = arm_poll_set(rs, pfd, &busy);
+    int busy = 0, direct = 0;
+    nfds_t n = arm_poll_set(rs, pfd, &busy, &direct);
     size_t done_before = rs->done.count;
     int got = rw_progress(rs);
     /* A transfer may also finish without a completion being polled (a rail
@@ -166,8 +172,11 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
     rs->poller_gen = rs->done_gen;
     rs->poller_rails_gen = rs->rails_gen;
     uint64_t gen = rs->done_gen;
-    uint64_t spin =
-        outstanding && n > 0 && ms > 0 && gen != rs->spin_idle_gen ? rs->busy_poll_ns : 0;
+    /* Rails whose fd wakes on their own input are woken by the answer
+     * itself, as a blocking receive would be: no spin for them. */
+    uint64_t spin = outstanding && n > 0 && ms > 0 && !direct && gen != rs->spin_idle_gen
+                        ? rs->busy_poll_ns
+                        : 0;
     pthread_mutex_unlock(&rs->lock);
     struct spin_set set = {pfd, n};
     int ready = spin ? rw_busy_poll_run(spin_poll_once, &set, spin, ms) : 0;
