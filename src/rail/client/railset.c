@@ -124,6 +124,7 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->reg_multi = ops->mr_reg_multi;
     rs->dialect = o->dialect;
     rs->n_rails = n;
+    rs->pack_max_len = n > RW_PACK_MIN_RAILS ? RW_PACK_MAX_LEN : 0;
     rs->n_layers = n_remote;
     rs->op_timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : RW_DEFAULT_OP_TIMEOUT_MS;
     rs->all_down_timeout_ms = o->all_down_timeout_ms > 0 ? o->all_down_timeout_ms

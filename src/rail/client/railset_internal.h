@@ -198,6 +198,8 @@ struct railwire_railset {
     struct rw_rail_events ev; /* reported, not yet dispatched */
     railwire_handle next_handle;
     unsigned rr_start;        /* where the next rail choice starts scanning */
+    uint32_t pack_max_len;    /* slices of at most this many bytes are packed onto one
+                                 rail at a time (stripe.c); 0: never (few rails) */
     struct rw_rail *rails;    /* n_rails entries, owned */
     struct rw_wr *post_wrs;   /* scheduling scratch: post_batch WRs per rail */
     size_t *post_cnt;         /* scheduling scratch: WRs per rail this round */
@@ -338,6 +340,10 @@ static inline int rw_stripe_schedule(railwire_railset *rs)
 }
 /* The rail (index) the next slice of `len` bytes would go to, -1 if none can
  * take it now. */
+/* Small slices (at most RW_PACK_MAX_LEN bytes) are packed onto one rail at
+ * a time on railsets of more than RW_PACK_MIN_RAILS rails (stripe.c). */
+#define RW_PACK_MAX_LEN (16u * 1024)
+#define RW_PACK_MIN_RAILS 4u
 int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len);
 
 /* --- progress.c --- */

@@ -41,16 +41,26 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, st
     x->n_slices = n;
     x->n_done = 0;
     x->slices = s;
-    for (size_t i = 0; i < n; i++) {
-        s[i].xfer = x;
-        s[i].offset = i * slice;
-        size_t left = op->length - s[i].offset;
-        s[i].length = (uint32_t)(left < slice ? left : slice);
-        s[i].rail = -1;
-        s[i].posted_ms = 0;
-        s[i].tries = 0;
-        if (!direct || n != 1)
+    if (n == 1) { /* the common case, without the loop's arithmetic */
+        s->xfer = x;
+        s->offset = 0;
+        s->length = (uint32_t)op->length;
+        s->rail = -1;
+        s->posted_ms = 0;
+        s->tries = 0;
+        if (!direct)
+            rw_list_push_tail(&rs->pending, &s->link);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            s[i].xfer = x;
+            s[i].offset = i * slice;
+            size_t left = op->length - s[i].offset;
+            s[i].length = (uint32_t)(left < slice ? left : slice);
+            s[i].rail = -1;
+            s[i].posted_ms = 0;
+            s[i].tries = 0;
             rw_list_push_tail(&rs->pending, &s[i].link);
+        }
     }
     op->mr->users++;
     rw_list_push_tail(&rs->active, &x->link);
@@ -65,38 +75,36 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, st
  * 6x the CPU per transfer of one rail); packed, a rail's loop writes and
  * reads them in batches.  Bigger slices, and small ones once every rail
  * holds PACK_BYTES, go to the least loaded rail; so do all slices of a
- * railset of at most PACK_MIN_RAILS rails, whose rails get enough
- * requests each to batch (and whose small transfers keep the parallelism
- * of every rail). */
-#define PACK_MAX_LEN (16u * 1024)
+ * railset of at most RW_PACK_MIN_RAILS rails (rs->pack_max_len is 0
+ * then), whose rails get enough requests each to batch (and whose small
+ * transfers keep the parallelism of every rail). */
 #define PACK_BYTES (128u * 1024)
-#define PACK_MIN_RAILS 4u
 
 static int pick_packed(const railwire_railset *rs, uint32_t len)
 {
-    int best = -1;
-    unsigned i = rs->rr_start < rs->n_rails ? rs->rr_start : 0;
+    /* Start at the rail chosen last (rr_start is one past it): it keeps
+     * taking slices until it holds PACK_BYTES, so the usual case costs one
+     * look, not a scan of every rail; then the next one that fits fills. */
+    unsigned i = rs->rr_start - 1u < rs->n_rails ? rs->rr_start - 1u : 0;
 
     for (unsigned k = 0; k < rs->n_rails; k++, i++) {
         if (i == rs->n_rails)
             i = 0;
         const struct rw_rail *r = &rs->rails[i];
-        if (!rw_rail_is_up(r) || r->blocked || r->outstanding.count >= r->depth ||
-            r->inv_gbps > rs->min_inv_gbps || r->inflight_bytes + len > PACK_BYTES)
-            continue;
-        if (best < 0 || r->inflight_bytes > rs->rails[best].inflight_bytes)
-            best = (int)i;
+        if (rw_rail_is_up(r) && !r->blocked && r->outstanding.count < r->depth &&
+            r->inv_gbps <= rs->min_inv_gbps && r->inflight_bytes + len <= PACK_BYTES)
+            return (int)i;
     }
-    return best;
+    return -1;
 }
 
-int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
+/* The least loaded rail that can take a slice of len bytes, or -1. */
+static inline __attribute__((always_inline)) int pick_least_loaded(const railwire_railset *rs,
+                                                                   uint32_t len)
 {
-    int best = len <= PACK_MAX_LEN && rs->n_rails > PACK_MIN_RAILS ? pick_packed(rs, len) : -1;
+    int best = -1;
     double best_load = 0;
 
-    if (best >= 0)
-        return best;
     /* Start the scan at a rotating rail so that equal loads do not always
      * favour the lowest index; no division or modulo per rail. */
     unsigned i = rs->rr_start < rs->n_rails ? rs->rr_start : 0;
@@ -117,6 +125,20 @@ int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
         }
     }
     return best;
+}
+
+/* Out of line, so that a railset that never packs pays one comparison. */
+static __attribute__((noinline)) int pick_small(const railwire_railset *rs, uint32_t len)
+{
+    int best = pick_packed(rs, len);
+    return best >= 0 ? best : pick_least_loaded(rs, len);
+}
+
+int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
+{
+    if (__builtin_expect(len <= rs->pack_max_len, 0))
+        return pick_small(rs, len);
+    return pick_least_loaded(rs, len);
 }
 
 static inline void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const struct rw_slice *s,
