@@ -103,9 +103,9 @@ int main(int argc, char **argv)
     struct side h = {0}, c = {0};
     if (side_up(&h, &hr, NULL, rails, buf) || side_up(&c, NULL, &dm, rails, buf))
         return 1;
-    size_t sizes[] = {1u << 20, 16u << 20};
+    size_t sizes[] = {64u << 10, 1u << 20, 16u << 20};
     printf("rails=%u  size      op     host-server GB/s  cuda-server GB/s  cuda/host\n", rails);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 3; k++)
         for (int w = 0; w < 2; w++) {
             h.bytes = c.bytes = 0;
             h.ms = c.ms = 0;
