@@ -22,7 +22,8 @@
 #   ci/gpu-check.sh [OUT_DIR]      (default: build-gpu-check)
 # Environment: RAILWIRE_CUDA_LIBRARY (driver file; default libcuda.so.1),
 # JOBS (build jobs; default nproc), BENCH_SECS (seconds per bench case; 1),
-# CMAKE (the cmake to use; default cmake).
+# CMAKE (the cmake to use; default cmake), GPU_CHECK_BUILD (CMake build
+# folder; default OUT_DIR/build).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 out=$(mkdir -p "${1:-$repo/build-gpu-check}" && cd "${1:-$repo/build-gpu-check}" && pwd -P)
@@ -80,7 +81,7 @@ if ! command -v "$cmake" >/dev/null; then
   [ ${#failed[@]} -eq 0 ] || exit 1
   exit 0
 fi
-bld=$out/build
+bld=${GPU_CHECK_BUILD:-$out/build}
 step configure 300 "$cmake" -S "$repo" -B "$bld" -DCMAKE_BUILD_TYPE=Release \
   -DRAILWIRE_TESTS=OFF -DRAILWIRE_GPU_CHECK=ON -DRAILWIRE_VERBS=OFF -DRAILWIRE_TLS=OFF \
   -DRAILWIRE_HWLOC=OFF -DRAILWIRE_PYTHON=OFF || exit 1
