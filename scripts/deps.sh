@@ -15,6 +15,7 @@
 #   prometheus: promtool (`promtool check metrics`) and the server the metrics
 #     test scrapes `railwire serve --metrics` with
 #   abigail-tools: abidw/abidiff, the ABI stage against abi/librailwire.so.1.abi
+#   liburing-dev: bench/uring_rr.c, io_uring against epoll (optional in the build)
 #   dpkg-dev, file: the Debian packages (cpack's dpkg-shlibdeps, dpkg-buildflags)
 #   python3-dev, python3-setuptools, python3-numpy, python3-pytest, python3-pip: the
 #     Python package (python/) and its tests; RAILWIRE_WITH_TORCH=1 also installs
@@ -24,7 +25,8 @@ set -euo pipefail
 pkgs=(cmake make gcc clang pkg-config libcriterion-dev libssl-dev openssl libhwloc-dev libudev-dev libibverbs-dev ibverbs-providers
       rdma-core ibverbs-utils perftest python3 iproute2 nftables qemu-system-x86 busybox-static
       libclang-rt-14-dev help2man groff-base man-db gzip systemd prometheus dpkg-dev file
-      python3-dev python3-setuptools python3-numpy python3-pytest python3-pip abigail-tools)
+      python3-dev python3-setuptools python3-numpy python3-pytest python3-pip abigail-tools
+      liburing-dev)
 if [ "${RAILWIRE_WITH_TORCH:-0}" = 1 ]; then
   pkgs+=(python3-torch)
 fi
