@@ -200,7 +200,7 @@ static int attach_locked(struct rw_tcp_srv_ep *ep, int fd, struct rw_tls_conn *t
     rw_tcp_tune(fd, ep->io_timeout_ms, 0);
     rw_tcp_conn_init(&ep->conn, ep, fd);
     ep->conn.tls = tls;
-    if (rw_tcp_loop_add(&ep->conn)) {
+    if (rw_tcp_loop_add(&ep->conn, &rw_tcp_serve_ops)) {
         rw_err("tcp: qpn 0x%08x: no event loop to serve the rail", (unsigned)ep->base.local.qpn);
         rw_tcp_budget_conn_del();
         rw_tcp_tls_close(fd, tls);

@@ -74,6 +74,7 @@ struct rw_tcp_sess;
 struct rw_tls_conn;
 struct rw_tls_slot;
 struct rw_tcp_loop;
+struct rw_tcp_conn_ops;
 
 /* States of an attached server connection (tcp_serve.c). */
 enum rw_tcp_conn_state {
@@ -147,6 +148,7 @@ struct rw_tcp_conn {
     int64_t tick_due_ms;            /* next refresh while on the tick list */
     int tick_backoff_ms;
     /* loop bookkeeping */
+    const struct rw_tcp_conn_ops *ops; /* how the loop runs it (rw_tcp_loop_add) */
     unsigned idx;                   /* position in loop->conns */
     int on_ready, on_tick;
     struct rw_tcp_conn *ready_next, *tick_next, *tick_prev;
@@ -364,6 +366,8 @@ void rw_tcp_conn_scan(struct rw_tcp_conn *c, int64_t now);
  * budget and marks the ep's connection ended.  `why` is logged (NULL: not).
  * Loop thread only; idempotent. */
 void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why);
+/* The four above, for the loop (rw_tcp_loop_add). */
+extern const struct rw_tcp_conn_ops rw_tcp_serve_ops;
 
 /* --- client eps (tcp_ep_client.c) --- */
 int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, struct rw_ep **out);

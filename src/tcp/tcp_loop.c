@@ -161,14 +161,14 @@ static int do_commands(struct rw_tcp_loop *l)
             rw_err_rl("tcp: event loop %u: cannot watch a rail connection (%s); closing it",
                       l->id, strerror(errno));
             c->idx = (unsigned)-1;
-            rw_tcp_conn_close(c, NULL);
+            c->ops->close(c, NULL);
             continue;
         }
-        rw_tcp_conn_run(c); /* requests may have arrived before the registration */
+        c->ops->run(c); /* requests may have arrived before the registration */
     }
     for (c = kills; c; c = next) {
         next = c->kill_next;
-        rw_tcp_conn_close(c, NULL);
+        c->ops->close(c, NULL);
         pthread_mutex_lock(&l->lock);
         c->released = 1;
         pthread_cond_broadcast(&l->cond);
@@ -202,7 +202,7 @@ static void run_ready(struct rw_tcp_loop *l)
         c->on_ready = 0;
         c->ready_next = NULL;
         if (c->state != RW_TCP_C_CLOSED)
-            rw_tcp_conn_run(c);
+            c->ops->run(c);
     }
 }
 
@@ -213,7 +213,7 @@ static void run_ticks(struct rw_tcp_loop *l, int64_t now)
     for (c = l->tick_head; c; c = next) {
         next = c->tick_next;
         if (c->tick_due_ms <= now) {
-            rw_tcp_conn_tick(c, now);
+            c->ops->tick(c, now);
             /* the tick may have closed c or others: restart the walk */
             next = l->tick_head;
             while (next && next->tick_due_ms > now)
@@ -269,7 +269,7 @@ static void *loop_main(void *arg)
                 cmd = 1;
             } else if (c->state != RW_TCP_C_CLOSED) {
                 served = 1;
-                rw_tcp_conn_run(c);
+                c->ops->run(c);
             }
         }
         if (cmd && do_commands(l))
@@ -281,7 +281,7 @@ static void *loop_main(void *arg)
         if (now >= l->next_scan_ms) {
             for (unsigned i = l->n_conns; i-- > 0;)
                 if (i < l->n_conns)
-                    rw_tcp_conn_scan(l->conns[i], now);
+                    l->conns[i]->ops->scan(l->conns[i], now);
             l->next_scan_ms = now + SCAN_MS;
         }
     }
@@ -408,7 +408,7 @@ unsigned rw_tcp_pool_threads(void)
     return n;
 }
 
-int rw_tcp_loop_add(struct rw_tcp_conn *c)
+int rw_tcp_loop_add(struct rw_tcp_conn *c, const struct rw_tcp_conn_ops *ops)
 {
     struct rw_tcp_loop *l;
 
@@ -421,6 +421,7 @@ int rw_tcp_loop_add(struct rw_tcp_conn *c)
     l = &pool[atomic_fetch_add(&pool_rr, 1) % pool_n];
     pthread_mutex_unlock(&pool_lock);
     c->loop = l;
+    c->ops = ops;
     pthread_mutex_lock(&l->lock);
     c->add_next = l->adds;
     l->adds = c;

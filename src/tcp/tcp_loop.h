@@ -54,10 +54,22 @@ void rw_tcp_pool_busy_poll(int us);
 /* Number of loop threads running (0 when the pool is stopped). */
 unsigned rw_tcp_pool_threads(void);
 
+/* What a loop runs of a connection it serves, given at registration by
+ * the connection's owner (tcp_serve.c's rw_tcp_serve_ops): the loop calls
+ * a connection only through these, never by name, so the calls run one
+ * way (tcp_serve.c -> tcp_loop.c).  Loop thread only. */
+struct rw_tcp_conn_ops {
+    void (*run)(struct rw_tcp_conn *c);                  /* rw_tcp_conn_run */
+    void (*tick)(struct rw_tcp_conn *c, int64_t now);    /* rw_tcp_conn_tick */
+    void (*scan)(struct rw_tcp_conn *c, int64_t now);    /* rw_tcp_conn_scan */
+    void (*close)(struct rw_tcp_conn *c, const char *why); /* rw_tcp_conn_close */
+};
+
 /* Hands an initialised connection (rw_tcp_conn_init) to a loop, which
- * registers it and runs it once.  May be called with its domain's lock
- * held.  Returns 0 or RAILWIRE_E_SYSTEM (no pool). */
-int rw_tcp_loop_add(struct rw_tcp_conn *c);
+ * registers it and runs it once; the loop runs it through `ops` (static,
+ * not owned).  May be called with its domain's lock held.  Returns 0 or
+ * RAILWIRE_E_SYSTEM (no pool). */
+int rw_tcp_loop_add(struct rw_tcp_conn *c, const struct rw_tcp_conn_ops *ops);
 /* Asks c's loop to close c and waits until the loop no longer touches it
  * (nor the ep's regions).  Bounded: loop handlers never block.  Must not
  * be called from a loop thread. */

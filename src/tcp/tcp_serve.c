@@ -227,21 +227,6 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
     return S_CONT;
 }
 
-enum rw_tcp_step rw_tcp_conn_recv_err(struct rw_tcp_conn *c, ssize_t k, int inside,
-                                      const char **why)
-{
-    if (k == 0) {
-        *why = inside ? "the client closed the connection in the middle of a request" : "";
-        return RW_TCP_S_CLOSE;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        c->wait = RW_TCP_W_IN;
-        return RW_TCP_S_WAIT;
-    }
-    *why = "connection error or reset";
-    return RW_TCP_S_CLOSE;
-}
-
 static enum step recv_err(struct rw_tcp_conn *c, ssize_t k, int inside, const char **why)
 {
     return (enum step)rw_tcp_conn_recv_err(c, k, inside, why);
@@ -562,3 +547,10 @@ void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why)
         rw_debug_rl("tcp: qpn 0x%08x: the client closed the rail connection",
                     (unsigned)c->ep->base.local.qpn);
 }
+
+const struct rw_tcp_conn_ops rw_tcp_serve_ops = {
+    .run = rw_tcp_conn_run,
+    .tick = rw_tcp_conn_tick,
+    .scan = rw_tcp_conn_scan,
+    .close = rw_tcp_conn_close,
+};

@@ -17,6 +17,7 @@
 #ifndef RW_TCP_SERVE_STAGE_H
 #define RW_TCP_SERVE_STAGE_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -34,11 +35,23 @@ enum rw_tcp_step {
     RW_TCP_S_DONE,   /* a staged WRITE's payload is on the device: answer OK */
 };
 
-/* tcp_serve.c: a recv that returned k <= 0 (0: end of stream; `inside`: in
- * the middle of a request).  Returns RW_TCP_S_WAIT (EAGAIN) or
- * RW_TCP_S_CLOSE with *why. */
-enum rw_tcp_step rw_tcp_conn_recv_err(struct rw_tcp_conn *c, ssize_t k, int inside,
-                                      const char **why);
+/* A recv that returned k <= 0 (0: end of stream; `inside`: in the middle
+ * of a request), for tcp_serve.c and the staged payloads.  Returns
+ * RW_TCP_S_WAIT (EAGAIN; c->wait set) or RW_TCP_S_CLOSE with *why. */
+static inline enum rw_tcp_step rw_tcp_conn_recv_err(struct rw_tcp_conn *c, ssize_t k,
+                                                    int inside, const char **why)
+{
+    if (k == 0) {
+        *why = inside ? "the client closed the connection in the middle of a request" : "";
+        return RW_TCP_S_CLOSE;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        c->wait = RW_TCP_W_IN;
+        return RW_TCP_S_WAIT;
+    }
+    *why = "connection error or reset";
+    return RW_TCP_S_CLOSE;
+}
 
 /* A checked request of c->req on key k (k->stage_pool set), whose device
  * bytes start at c->mem: makes the request staged (c->staged = 1) and

@@ -340,13 +340,28 @@ static int hs_recv(struct rw_conn *c, char *what, size_t cap)
     return 0;
 }
 
+/* TLS refused c (rc is RW_CONN_TLS_DROP or RW_CONN_TLS_REJECT; counted and
+ * logged already): closes it that way.  0 (TLS goes on) does nothing. */
+static void tls_refused(struct rw_conn *c, int rc)
+{
+    if (rc == RW_CONN_TLS_REJECT)
+        rw_conn_reject_close(c);
+    else if (rc < 0)
+        rw_conn_drop(c);
+}
+
 /* Runs the handshake as far as the socket allows without waiting: TLS
  * first when the listener runs it, then WIRE.md's bytes (inside TLS). */
 void rw_conn_hs_progress(struct rw_conn *c)
 {
     char what[300];
-    if (c->tls_state != RW_CTLS_NONE && rw_conn_tls_progress(c) != 1)
-        return;
+    if (c->tls_state != RW_CTLS_NONE) {
+        int rc = rw_conn_tls_progress(c);
+        if (rc != 1) {
+            tls_refused(c, rc);
+            return;
+        }
+    }
     while (c->phase == RW_CONN_HANDSHAKE) {
         switch (c->hs.state) {
         case RW_HS_SEND:
@@ -403,9 +418,29 @@ void rw_conn_start(struct rw_conn *c)
         hs_failed(c, "epoll_ctl failed");
         return;
     }
-    if (rw_conn_tls_start(c) != 1)
-        return; /* TLS runs first (or waits for a place), or it was dropped */
+    int rc = rw_conn_tls_start(c);
+    if (rc != 1) {
+        tls_refused(c, rc); /* else TLS runs first (or waits for a place) */
+        return;
+    }
     rw_conn_hs_progress(c); /* the request byte is often there already */
+}
+
+void rw_srv_tls_kick(struct railwire_server *srv)
+{
+    if (!rw_srv_tls_gate_open(srv))
+        return;
+    struct rw_conn *c, *next;
+    for (c = rw_conn_of(srv->pending.head); c; c = next) {
+        next = rw_conn_of(c->link.next);
+        if (!rw_conn_tls_gate_take(c))
+            continue;
+        /* Its handshake may drop it (moved to the dead list): the next one
+         * was taken first, and nothing here touches another connection. */
+        rw_conn_hs_progress(c); /* in the pending list: still in its handshake */
+        if (!rw_srv_tls_gate_open(srv))
+            return;
+    }
 }
 
 void rw_conn_expired(struct rw_conn *c, int64_t now)

@@ -7,6 +7,7 @@
  *   server_handshake.c  one connection's handshake, up to a session
  *   server_session.c  the session after it: ticks, linger, release
  *   server_tls.c, server_io.c  TLS on the control connection, its bytes
+ *   server_tls_conn.c a connection's TLS teardown (below every close)
  *   server_conn.c     a connection's phase list and watched events (bottom)
  *   server_stats.c    counters
  * Everything below `loop-owned` is touched by the loop thread only (and by
@@ -231,6 +232,10 @@ void rw_conn_drop(struct rw_conn *c);
  * reads a clean end of stream (peer-rejected), never a reset; closes at
  * once when too many are draining already. */
 void rw_conn_reject_close(struct rw_conn *c);
+/* Loop thread, once per iteration: gives free places in the TLS handshake
+ * gate to the connections waiting for one, oldest first, and runs their
+ * handshakes. */
+void rw_srv_tls_kick(struct railwire_server *srv);
 
 /* ---- server_session.c */
 /* A session's control connection ended (end of stream or an error) at
@@ -262,26 +267,36 @@ void rw_srv_tls_fini(struct railwire_server *srv);
 struct rw_tls_slot *rw_srv_tls_slot(struct railwire_server *srv);
 /* 1 when ip failed to authenticate too often lately (refuse at accept). */
 int rw_srv_locked_out(struct railwire_server *srv, const struct rw_ip *ip, int64_t now);
+/* What the TLS functions below return for a connection they refuse
+ * (counted and logged already); the caller closes it, they never do. */
+#define RW_CONN_TLS_DROP (-1)   /* close it at once: rw_conn_drop */
+#define RW_CONN_TLS_REJECT (-2) /* close it cleanly: rw_conn_reject_close */
 /* Starts a connection's TLS (a place in the gate, or waiting for one).
- * Returns 1 when the connection may go on to WIRE.md's handshake now
- * (plain listener), 0 when TLS runs first, -1 when it was dropped. */
+ * Returns 1 when the connection may go on to WIRE.md's handshake now, 0
+ * when TLS runs first (or waits for a place), RW_CONN_TLS_DROP or
+ * RW_CONN_TLS_REJECT when it is refused. */
 int rw_conn_tls_start(struct rw_conn *c);
 /* Runs the TLS handshake as far as the socket allows.  Returns 1 when done
- * (authenticated and allowed), 0 when waiting, -1 when it was dropped or
- * refused. */
+ * (authenticated and allowed), 0 when waiting, RW_CONN_TLS_DROP or
+ * RW_CONN_TLS_REJECT when it is refused. */
 int rw_conn_tls_progress(struct rw_conn *c);
-/* Loop thread, once per iteration: gives free places in the gate to the
- * connections waiting for one, oldest first. */
-void rw_srv_tls_kick(struct railwire_server *srv);
+/* 1 when the server runs TLS and its handshake gate has a free place. */
+int rw_srv_tls_gate_open(struct railwire_server *srv);
+/* A connection waiting for a place in the gate takes one if it may (the
+ * gate has room, its address holds less than its share).  Returns 1 when
+ * it did: its TLS handshake may run. */
+int rw_conn_tls_gate_take(struct rw_conn *c);
+/* A deadline passed while the TLS handshake ran: logs and counts.  Returns
+ * 1 when it did (the caller drops the connection), 0 when TLS is done. */
+int rw_conn_tls_expired(struct rw_conn *c, int64_t now);
+
+/* ---- server_tls_conn.c: a connection's TLS teardown, below every close */
 /* The connection leaves the handshake pool: releases its place in the gate. */
 void rw_conn_tls_leave_gate(struct rw_conn *c);
 /* Sends close_notify when the connection runs TLS (before a shutdown). */
 void rw_conn_tls_close_notify(struct rw_conn *c);
 /* Frees the connection's TLS state (dead connections). */
 void rw_conn_tls_free(struct rw_conn *c);
-/* A deadline passed while the TLS handshake ran: logs and counts.  Returns
- * 1 when it did (the caller drops the connection), 0 when TLS is done. */
-int rw_conn_tls_expired(struct rw_conn *c, int64_t now);
 
 /* ---- server_io.c: WIRE.md's bytes over the control connection, inside TLS
  * when it runs it.  Return the bytes moved (> 0), 0 at the peer's end of
@@ -300,8 +315,6 @@ int rw_conn_plain_sniff(struct rw_conn *c);
 /* Adds d to the counter at offset `field` of railwire_server_stats. */
 void rw_srv_count(struct railwire_server *srv, size_t field, int64_t d);
 #define RW_ST(f) offsetof(struct railwire_server_stats, f)
-/* Counts one registration of the published memory: bytes, and ns it took. */
-void rw_srv_count_registration(struct railwire_server *srv, uint64_t bytes, uint64_t ns);
 
 /* ---- server_mem.c: the published memory (docs/gpu.md) */
 struct rw_stage_pool;

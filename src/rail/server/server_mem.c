@@ -19,6 +19,19 @@ static const char *what(const struct railwire_server *srv)
     return srv->dialect == RAILWIRE_DIALECT_RO ? "layer" : "arena";
 }
 
+/* Counts one registration of the published memory: bytes, and ns it took
+ * (the stats lock: read from any thread). */
+static void count_registration(struct railwire_server *srv, uint64_t bytes, uint64_t ns)
+{
+    pthread_mutex_lock(&srv->stats_lock);
+    srv->st.registered_bytes += bytes;
+    srv->st.registrations++;
+    srv->st.registration_ns += ns;
+    if (ns > srv->st.registration_max_ns)
+        srv->st.registration_max_ns = ns;
+    pthread_mutex_unlock(&srv->stats_lock);
+}
+
 /* The host regions of the options (layers / arena) into srv->mems. */
 static int take_regions(struct railwire_server *srv, const railwire_server_opts *o)
 {
@@ -196,7 +209,7 @@ int rw_srv_mem_register(struct railwire_server *srv, struct rw_domain *d, unsign
                k, m->len, rw_mem_kind_name((int)m->kind), d->name, railwire_error_class(rc));
         return rc;
     }
-    rw_srv_count_registration(srv, m->len, rw_now_ns() - t0);
+    count_registration(srv, m->len, rw_now_ns() - t0);
     count_path(srv, (*out)->mem_path);
     if (m->kind != RAILWIRE_MEM_HOST)
         rw_info("server: %s %u: %zu bytes of %s memory on %s: path %s", what(srv), k, m->len,

@@ -14,17 +14,6 @@ void rw_srv_count(struct railwire_server *srv, size_t field, int64_t d)
     pthread_mutex_unlock(&srv->stats_lock);
 }
 
-void rw_srv_count_registration(struct railwire_server *srv, uint64_t bytes, uint64_t ns)
-{
-    pthread_mutex_lock(&srv->stats_lock);
-    srv->st.registered_bytes += bytes;
-    srv->st.registrations++;
-    srv->st.registration_ns += ns;
-    if (ns > srv->st.registration_max_ns)
-        srv->st.registration_max_ns = ns;
-    pthread_mutex_unlock(&srv->stats_lock);
-}
-
 void rw_srv_rail_census(struct railwire_server *srv)
 {
     uint64_t n[4] = {0}; /* indexed by enum rw_ep_liveness */

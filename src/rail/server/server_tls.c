@@ -10,7 +10,10 @@
  *     address never keeps another address's client out;
  *   - failed authentications (bad certificate, unknown CA, wrong PSK,
  *     identity not allowed ...) count toward a per-address lockout;
- *   - authorisation by identity (tls_allow) right after the handshake. */
+ *   - authorisation by identity (tls_allow) right after the handshake.
+ * A connection it refuses is closed by its caller (server_handshake.c),
+ * told so by the return value; a connection's TLS teardown, which every
+ * close calls, is server_tls_conn.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,33 +22,14 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "rail/server/server_internal.h"
+#include "rail/server/server_tls_state.h"
 
 #if RAILWIRE_HAVE_TLS
-#include "tls/tls_allow.h"
 #include "tls/tls_conn.h"
-#include "tls/tls_creds.h"
-#include "tls/tls_gate.h"
 
 #define LOCKOUT_FAILS 16    /* failed authentications ... */
 #define LOCKOUT_WINDOW_MS 60000 /* ... each within this of the previous: locked out */
 #define LOCKOUT_MS 60000    /* for this long */
-#define LOCKOUT_PEERS 256   /* addresses remembered (the stalest is reused) */
-
-struct lockout_entry {
-    struct rw_ip ip;
-    unsigned fails;
-    int64_t last_ms, until_ms;
-};
-
-struct rw_srv_tls {
-    struct rw_tls_slot slot;
-    int slot_live;
-    struct rw_tls_allow allow;
-    struct rw_tls_gate gate;
-    int gate_live;
-    unsigned per_peer_max; /* places one address may hold */
-    struct lockout_entry lock[LOCKOUT_PEERS]; /* loop thread only */
-};
 
 int rw_srv_tls_init(struct railwire_server *srv, const railwire_server_opts *o)
 {
@@ -122,12 +106,12 @@ int railwire_server_reload_tls(railwire_server *srv)
 
 /* ---- lockout */
 
-static struct lockout_entry *lockout_find(struct rw_srv_tls *t, const struct rw_ip *ip,
+static struct rw_srv_lockout_entry *lockout_find(struct rw_srv_tls *t, const struct rw_ip *ip,
                                           int create)
 {
-    struct lockout_entry *stale = &t->lock[0];
-    for (unsigned i = 0; i < LOCKOUT_PEERS; i++) {
-        struct lockout_entry *e = &t->lock[i];
+    struct rw_srv_lockout_entry *stale = &t->lock[0];
+    for (unsigned i = 0; i < RW_SRV_LOCKOUT_PEERS; i++) {
+        struct rw_srv_lockout_entry *e = &t->lock[i];
         if (e->fails && memcmp(&e->ip, ip, sizeof(*ip)) == 0)
             return e;
         if (!e->fails || (stale->fails && e->last_ms < stale->last_ms))
@@ -144,7 +128,7 @@ int rw_srv_locked_out(struct railwire_server *srv, const struct rw_ip *ip, int64
 {
     if (!srv->tls)
         return 0;
-    struct lockout_entry *e = lockout_find(srv->tls, ip, 0);
+    struct rw_srv_lockout_entry *e = lockout_find(srv->tls, ip, 0);
     return e && now < e->until_ms;
 }
 
@@ -152,7 +136,7 @@ int rw_srv_locked_out(struct railwire_server *srv, const struct rw_ip *ip, int64
 static void auth_failed(struct rw_conn *c)
 {
     int64_t now = rw_now_ms();
-    struct lockout_entry *e = lockout_find(c->srv->tls, &c->ip, 1);
+    struct rw_srv_lockout_entry *e = lockout_find(c->srv->tls, &c->ip, 1);
     if (e->fails && now - e->last_ms > LOCKOUT_WINDOW_MS)
         e->fails = 0;
     e->fails++;
@@ -178,15 +162,6 @@ static int is_auth_failure(enum rw_tls_reason r)
 
 /* ---- the handshake gate */
 
-void rw_conn_tls_leave_gate(struct rw_conn *c)
-{
-    if (c->tls_state != RW_CTLS_HS)
-        return;
-    rw_tls_gate_leave(&c->srv->tls->gate);
-    c->peer->tls_hs--;
-    c->tls_state = RW_CTLS_DONE; /* or dropped right after */
-}
-
 /* Takes a place in the gate for c if one is free and its address holds
  * less than its share.  Returns 1 when it did. */
 static int gate_take(struct rw_conn *c)
@@ -199,7 +174,8 @@ static int gate_take(struct rw_conn *c)
     return 1;
 }
 
-static void tls_failed(struct rw_conn *c)
+/* The TLS handshake failed: counted and logged.  Returns RW_CONN_TLS_DROP. */
+static int tls_failed(struct rw_conn *c)
 {
     enum rw_tls_reason r = rw_tls_conn_reason(c->tls);
     rw_srv_count(c->srv, RW_ST(tls_failures), 1);
@@ -209,7 +185,7 @@ static void tls_failed(struct rw_conn *c)
     if (is_auth_failure(r))
         auth_failed(c);
     rw_warn_rl("server: client %s: %s; closing", c->name, rw_tls_conn_error(c->tls));
-    rw_conn_drop(c);
+    return RW_CONN_TLS_DROP;
 }
 
 /* Authorisation once the handshake is done.  Returns 1 when allowed. */
@@ -253,27 +229,21 @@ int rw_conn_tls_progress(struct rw_conn *c)
         unsigned ev = EPOLLIN | EPOLLRDHUP | (rc == RW_TLS_WANT_WRITE ? EPOLLOUT : 0);
         if (rw_srv_watch(c, ev) < 0) {
             rw_srv_count(srv, RW_ST(handshake_failures), 1);
-            rw_conn_drop(c);
-            return -1;
+            return RW_CONN_TLS_DROP;
         }
         return 0;
     }
-    if (rc < 0) {
-        tls_failed(c);
-        return -1;
-    }
+    if (rc < 0)
+        return tls_failed(c);
     rw_conn_tls_leave_gate(c);
     rw_srv_count(srv, RW_ST(tls_handshakes), 1);
-    if (!authorise(c)) {
-        rw_conn_reject_close(c);
-        return -1;
-    }
+    if (!authorise(c))
+        return RW_CONN_TLS_REJECT;
     /* WIRE.md's request byte, inside TLS, within the first-byte bound. */
     c->deadline_ms = rw_now_ms() + srv->first_byte_ms;
     if (rw_srv_watch(c, EPOLLIN | EPOLLRDHUP) < 0) {
         rw_srv_count(srv, RW_ST(handshake_failures), 1);
-        rw_conn_drop(c);
-        return -1;
+        return RW_CONN_TLS_DROP;
     }
     return 1;
 }
@@ -291,8 +261,7 @@ int rw_conn_tls_start(struct rw_conn *c)
         rw_err_rl("server: client %s: cannot start TLS (%s); closing", c->name,
                   railwire_error_class(rc));
         rw_srv_count(srv, RW_ST(handshake_failures), 1);
-        rw_conn_drop(c);
-        return -1;
+        return RW_CONN_TLS_DROP;
     }
     c->tls_state = RW_CTLS_WAIT;
     if (!gate_take(c)) {
@@ -302,36 +271,17 @@ int rw_conn_tls_start(struct rw_conn *c)
         rw_srv_watch(c, 0);
         return 0;
     }
-    return rw_conn_tls_progress(c) == 1 ? 1 : 0;
+    return rw_conn_tls_progress(c);
 }
 
-void rw_srv_tls_kick(struct railwire_server *srv)
+int rw_srv_tls_gate_open(struct railwire_server *srv)
 {
-    if (!srv->tls || srv->tls->gate.busy >= srv->tls->gate.max)
-        return;
-    struct rw_conn *c, *next;
-    for (c = rw_conn_of(srv->pending.head); c; c = next) {
-        next = rw_conn_of(c->link.next);
-        if (c->tls_state != RW_CTLS_WAIT || !gate_take(c))
-            continue;
-        /* Its handshake may drop it (moved to the dead list): the next one
-         * was taken first, and nothing here touches another connection. */
-        rw_conn_hs_progress(c); /* in the pending list: still in its handshake */
-        if (srv->tls->gate.busy >= srv->tls->gate.max)
-            return;
-    }
+    return srv->tls && srv->tls->gate.busy < srv->tls->gate.max;
 }
 
-void rw_conn_tls_close_notify(struct rw_conn *c)
+int rw_conn_tls_gate_take(struct rw_conn *c)
 {
-    if (c->tls && c->tls_state == RW_CTLS_DONE)
-        rw_tls_conn_shutdown(c->tls);
-}
-
-void rw_conn_tls_free(struct rw_conn *c)
-{
-    rw_tls_conn_free(c->tls);
-    c->tls = NULL;
+    return c->tls_state == RW_CTLS_WAIT && gate_take(c);
 }
 
 int rw_conn_tls_expired(struct rw_conn *c, int64_t now)
@@ -382,10 +332,8 @@ int rw_srv_locked_out(struct railwire_server *srv, const struct rw_ip *ip, int64
 }
 int rw_conn_tls_start(struct rw_conn *c) { (void)c; return 1; }
 int rw_conn_tls_progress(struct rw_conn *c) { (void)c; return 1; }
-void rw_srv_tls_kick(struct railwire_server *srv) { (void)srv; }
-void rw_conn_tls_leave_gate(struct rw_conn *c) { (void)c; }
-void rw_conn_tls_close_notify(struct rw_conn *c) { (void)c; }
-void rw_conn_tls_free(struct rw_conn *c) { (void)c; }
+int rw_srv_tls_gate_open(struct railwire_server *srv) { (void)srv; return 0; }
+int rw_conn_tls_gate_take(struct rw_conn *c) { (void)c; return 0; }
 int rw_conn_tls_expired(struct rw_conn *c, int64_t now)
 {
     (void)c, (void)now;

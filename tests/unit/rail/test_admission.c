@@ -23,7 +23,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <railwire.h>
@@ -32,6 +31,7 @@
 #include "common/time.h"
 #include "rail/server/server_internal.h"
 #include "common/sock.h"
+#include "child_server.h"
 #include "raw_client.h"
 
 #define ARENA (1u << 20)
@@ -835,29 +835,19 @@ static void emfile_child(int to_parent, int from_parent)
  * log, and the server serves again once descriptors are back. */
 Test(admission, f4_out_of_descriptors_pauses_accepting_without_spinning)
 {
-    int up[2], down[2];
-    cr_assert_eq(pipe(up), 0);
-    cr_assert_eq(pipe(down), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        close(up[0]);
-        close(down[1]);
-        emfile_child(up[1], down[0]);
-    }
-    close(up[1]);
-    close(down[0]);
+    int up, down;
+    pid_t pid = child_server_fork(emfile_child, &up, &down);
     unsigned p = 0;
-    cr_assert_eq(read(up[0], &p, sizeof(p)), (ssize_t)sizeof(p), "the child server did not start");
+    cr_assert_eq(read(up, &p, sizeof(p)), (ssize_t)sizeof(p), "the child server did not start");
     snprintf(port, sizeof(port), "%u", p);
     int waiting[3];
     for (int i = 0; i < 3; i++) {
         waiting[i] = raw_dial(NULL, port); /* completes in the kernel's backlog */
         cr_assert_geq(waiting[i], 0);
     }
-    cr_assert_eq(write(down[1], "g", 1), 1);
+    cr_assert_eq(write(down, "g", 1), 1);
     long report[3];
-    cr_assert_eq(read(up[0], report, sizeof(report)), (ssize_t)sizeof(report));
+    cr_assert_eq(read(up, report, sizeof(report)), (ssize_t)sizeof(report));
     /* A spinning loop burns about 1500 ms of CPU in 1.5 s and logs every
      * failure; paused, the loop wakes about 6 times. */
     cr_assert_lt(report[0], 300, "the server used %ld ms of CPU in 1.5 s out of descriptors",
@@ -867,8 +857,8 @@ Test(admission, f4_out_of_descriptors_pauses_accepting_without_spinning)
     cr_assert_eq(legit(), 0, "the server did not serve again once descriptors were back");
     for (int i = 0; i < 3; i++)
         close(waiting[i]);
-    cr_assert_eq(write(down[1], "d", 1), 1);
-    int status = 0;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    cr_assert_eq(write(down, "d", 1), 1);
+    child_server_reap(pid, "child");
+    close(up);
+    close(down);
 }

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <railwire.h>
 
 #include "common/time.h"
+#include "child_server.h"
 #include "raw_client.h"
 
 #define SESSIONS 1000
@@ -138,20 +138,7 @@ Test(server_scale, a_thousand_sessions_of_two_rails, .timeout = 240)
     rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 16384 ? 16384 : rl.rlim_max;
     cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
 
-    int up[2], down[2];
-    cr_assert_eq(pipe(up), 0);
-    cr_assert_eq(pipe(down), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        close(up[0]);
-        close(down[1]);
-        child(up[1], down[0]);
-    }
-    close(up[1]);
-    close(down[0]);
-    up_fd = up[0];
-    down_fd = down[1];
+    pid_t pid = child_server_fork(child, &up_fd, &down_fd);
     unsigned p = 0;
     cr_assert_eq(read(up_fd, &p, sizeof(p)), (ssize_t)sizeof(p), "the server did not start");
     char port[16];
@@ -201,7 +188,5 @@ Test(server_scale, a_thousand_sessions_of_two_rails, .timeout = 240)
     cr_assert_leq(r2.fds, r0.fds, "descriptors not given back");
     cr_assert_leq(r2.threads, r0.threads, "threads not given back");
     cr_assert_eq(write(down_fd, "q", 1), 1);
-    int status = 0;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "server child status %d", status);
+    child_server_reap(pid, "server child");
 }
