@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The pool of client event loops (see tcp_cli_loop.h).  Each loop waits in
+/* One client event loop (see tcp_cli_loop.h).  It waits in
  * epoll_wait for its rail sockets, its eventfd (commands) and the timeout
  * scan; runs each rail with an event for one quantum (tcp_cli_io.c), then
  * the rails that used up their quantum last turn.  A loop whose rails await
  * small answers polls for a short window before it sleeps (busy_poll_us,
- * common/busy_poll.h). */
+ * common/busy_poll.h).  The pool of loops, attaching rails to them and
+ * fork() handling are in tcp_cli_pool.c. */
 #include "tcp/tcp_cli_loop.h"
+#include "tcp/tcp_cli_loop_int.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -25,37 +27,7 @@
 #define SCAN_MS 50  /* timeout scan period while the loop has rails */
 #define EVENTS 128  /* epoll events per wait */
 
-struct rw_tcp_cli_loop {
-    unsigned id;
-    int epfd;
-    int evfd;                          /* wakes the loop: commands waiting */
-    pthread_t thread;
-    pthread_mutex_t run;               /* held while the loop handles events (fork) */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;               /* signalled when an ep is released */
-    /* guarded by lock */
-    struct rw_tcp_cli_ep *adds, *kicks, *kills;
-    int stop;
-    /* guarded by pool_lock */
-    unsigned n_eps;                    /* eps attached and not yet detached */
-    int orphan;                        /* inherited by a fork()ed child: no thread */
-    /* loop thread only */
-    struct rw_tcp_cli_ep **eps;
-    unsigned n_tab, cap_tab;
-    struct rw_tcp_cli_ep *ready_head, *ready_tail;
-    uint64_t spin_ns;                  /* spin before the next sleep */
-    int64_t next_scan_ms;
-};
-
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rw_tcp_cli_loop *pool[RW_TCP_CLI_LOOPS_MAX];
-static unsigned pool_n;                /* loops running */
-static unsigned pool_eps;              /* eps attached to them */
-static _Atomic unsigned pool_eps_seen; /* pool_eps, for rw_tcp_cli_pool_eps */
-static unsigned pool_want;             /* rw_tcp_cli_pool_configure; 0 = cores */
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void wake(struct rw_tcp_cli_loop *l)
+void rw_tcp_cli_loop_wake(struct rw_tcp_cli_loop *l)
 {
     uint64_t one = 1;
     /* EAGAIN: the counter is already non-zero, the loop will wake. */
@@ -334,7 +306,7 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
-static void loop_free(struct rw_tcp_cli_loop *l)
+void rw_tcp_cli_loop_free(struct rw_tcp_cli_loop *l)
 {
     if (l->epfd >= 0)
         close(l->epfd);
@@ -347,8 +319,7 @@ static void loop_free(struct rw_tcp_cli_loop *l)
     free(l);
 }
 
-/* Creates and starts loop `id`.  Returns it, or NULL (logged). */
-static struct rw_tcp_cli_loop *loop_start(unsigned id)
+struct rw_tcp_cli_loop *rw_tcp_cli_loop_start(unsigned id)
 {
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     struct rw_tcp_cli_loop *l = calloc(1, sizeof(*l));
@@ -377,176 +348,16 @@ static struct rw_tcp_cli_loop *loop_start(unsigned id)
     if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &ev) < 0) {
         rw_err("tcp: cannot create client event loop %u: %s; check the process's file descriptor "
                "limit", id, strerror(errno));
-        loop_free(l);
+        rw_tcp_cli_loop_free(l);
         return NULL;
     }
     if (pthread_create(&l->thread, NULL, loop_main, l)) {
         rw_err("tcp: cannot start client event loop thread %u; check the process's thread limit",
                id);
-        loop_free(l);
+        rw_tcp_cli_loop_free(l);
         return NULL;
     }
     return l;
-}
-
-/* With pool_lock held: stops and joins every loop of the pool (they have no
- * ep left). */
-static void stop_all(void)
-{
-    for (unsigned i = 0; i < pool_n; i++) {
-        struct rw_tcp_cli_loop *l = pool[i];
-        pthread_mutex_lock(&l->lock);
-        l->stop = 1;
-        pthread_mutex_unlock(&l->lock);
-        wake(l);
-        pthread_join(l->thread, NULL);
-        loop_free(l);
-        pool[i] = NULL;
-    }
-    if (pool_n)
-        rw_debug("tcp: stopped %u client event loop thread(s)", pool_n);
-    pool_n = 0;
-}
-
-/* --- fork: the child has none of the loop threads --- */
-
-static void fork_prepare(void)
-{
-    pthread_mutex_lock(&pool_lock);
-    for (unsigned i = 0; i < pool_n; i++) {
-        pthread_mutex_lock(&pool[i]->run);
-        pthread_mutex_lock(&pool[i]->lock);
-    }
-}
-
-static void fork_parent(void)
-{
-    for (unsigned i = pool_n; i-- > 0;) {
-        pthread_mutex_unlock(&pool[i]->lock);
-        pthread_mutex_unlock(&pool[i]->run);
-    }
-    pthread_mutex_unlock(&pool_lock);
-}
-
-/* In the child: every inherited ep is dead and orphaned (its connection
- * belongs to the parent; nothing may be sent on it, nor shut down), and the
- * pool forgets the loops (their epoll sets are shared with the parent). */
-static void orphan_ep(struct rw_tcp_cli_ep *ep)
-{
-    ep->link.orphan = 1;
-    if (ep->state == RW_TCP_CLI_UP) {
-        ep->state = RW_TCP_CLI_DEAD;
-        ep->err = RAILWIRE_E_RAIL_DOWN;
-    }
-}
-
-static void fork_child(void)
-{
-    for (unsigned i = 0; i < pool_n; i++) {
-        struct rw_tcp_cli_loop *l = pool[i];
-        struct rw_tcp_cli_ep *ep;
-        for (unsigned k = 0; k < l->n_tab; k++)
-            orphan_ep(l->eps[k]);
-        for (ep = l->adds; ep; ep = ep->link.add_next)
-            orphan_ep(ep);
-        l->adds = l->kicks = l->kills = NULL;
-        l->orphan = 1;
-        pthread_mutex_unlock(&l->lock);
-        pthread_mutex_unlock(&l->run);
-        if (!l->n_eps)
-            loop_free(l);
-        pool[i] = NULL;
-    }
-    pool_n = 0;
-    pool_eps = 0;
-    atomic_store_explicit(&pool_eps_seen, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&pool_lock);
-}
-
-static void fork_setup(void)
-{
-    if (pthread_atfork(fork_prepare, fork_parent, fork_child))
-        rw_warn("tcp: cannot register the client loops' fork handlers; a fork()ed child must not "
-                "close railsets it inherited");
-}
-
-/* --- the pool --- */
-
-static unsigned max_loops(void)
-{
-    unsigned want = pool_want;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0 &&
-        CPU_COUNT(&set) < n)
-        n = CPU_COUNT(&set);
-    if (n < 1)
-        n = 1;
-    if (n > (long)RW_TCP_CLI_LOOPS_MAX)
-        n = RW_TCP_CLI_LOOPS_MAX;
-    return want && want < (unsigned)n ? want : (unsigned)n;
-}
-
-void rw_tcp_cli_pool_configure(unsigned n)
-{
-    pthread_mutex_lock(&pool_lock);
-    pool_want = n > RW_TCP_CLI_LOOPS_MAX ? RW_TCP_CLI_LOOPS_MAX : n;
-    pthread_mutex_unlock(&pool_lock);
-}
-
-unsigned rw_tcp_cli_pool_eps(void)
-{
-    return atomic_load_explicit(&pool_eps_seen, memory_order_relaxed);
-}
-
-unsigned rw_tcp_cli_pool_threads(void)
-{
-    unsigned n;
-    pthread_mutex_lock(&pool_lock);
-    n = pool_n;
-    pthread_mutex_unlock(&pool_lock);
-    return n;
-}
-
-pthread_t rw_tcp_cli_loop_thread(const struct rw_tcp_cli_ep *ep)
-{
-    return ep->link.loop->thread;
-}
-
-int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep)
-{
-    struct rw_tcp_cli_loop *l = NULL;
-
-    pthread_once(&fork_once, fork_setup);
-    pthread_mutex_lock(&pool_lock);
-    if (pool_n < max_loops() && pool_n <= pool_eps) {
-        l = loop_start(pool_n);
-        if (l)
-            pool[pool_n++] = l;
-    }
-    if (!l) {
-        /* the least loaded loop */
-        for (unsigned i = 0; i < pool_n; i++)
-            if (!l || pool[i]->n_eps < l->n_eps)
-                l = pool[i];
-    }
-    if (!l) {
-        pthread_mutex_unlock(&pool_lock);
-        return RAILWIRE_E_SYSTEM;
-    }
-    l->n_eps++;
-    pool_eps++;
-    atomic_store_explicit(&pool_eps_seen, pool_eps, memory_order_relaxed);
-    ep->link.loop = l;
-    ep->link.idx = (unsigned)-1;
-    pthread_mutex_lock(&l->lock);
-    ep->link.add_next = l->adds;
-    l->adds = ep;
-    pthread_mutex_unlock(&l->lock);
-    pthread_mutex_unlock(&pool_lock);
-    wake(l);
-    return 0;
 }
 
 void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep)
@@ -563,7 +374,7 @@ void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep)
     }
     pthread_mutex_unlock(&l->lock);
     if (w)
-        wake(l);
+        rw_tcp_cli_loop_wake(l);
 }
 
 void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep)
@@ -588,7 +399,7 @@ void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep)
         ep->link.kill_requested = 1;
         ep->link.kill_next = l->kills;
         l->kills = ep;
-        wake(l);
+        rw_tcp_cli_loop_wake(l);
     }
     while (!ep->link.kill_done) {
         /* Handlers never block, so this ends within one loop turn; the
@@ -603,23 +414,3 @@ void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep)
     pthread_mutex_unlock(&l->lock);
 }
 
-void rw_tcp_cli_loop_detach(struct rw_tcp_cli_ep *ep)
-{
-    struct rw_tcp_cli_loop *l = ep->link.loop;
-
-    if (!l)
-        return;
-    ep->link.loop = NULL;
-    pthread_mutex_lock(&pool_lock);
-    if (ep->link.orphan) {
-        if (--l->n_eps == 0)
-            loop_free(l);
-    } else {
-        l->n_eps--;
-        --pool_eps;
-        atomic_store_explicit(&pool_eps_seen, pool_eps, memory_order_relaxed);
-        if (pool_eps == 0)
-            stop_all();
-    }
-    pthread_mutex_unlock(&pool_lock);
-}
