@@ -31,4 +31,19 @@ static inline int rw_ms_left(int64_t deadline_ms)
     return (int)left;
 }
 
+/* Returns the CLOCK_MONOTONIC time `ms` milliseconds from now (ms >= 0), for
+ * pthread_cond_timedwait on a condition variable set to that clock. */
+static inline struct timespec rw_monotonic_in_ms(int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 #endif

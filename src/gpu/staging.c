@@ -9,6 +9,7 @@
 #include <railwire/error.h>
 
 #include "common/log.h"
+#include "common/time.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/staging.h"
 
@@ -75,22 +76,9 @@ static int alloc_chunk(struct rw_stage_pool *p, void **buf)
     return 0;
 }
 
-static struct timespec deadline_in(int timeout_ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 int rw_stage_get(struct rw_stage_pool *p, int timeout_ms, void **buf)
 {
-    struct timespec dl = deadline_in(timeout_ms > 0 ? timeout_ms : 0);
+    struct timespec dl = rw_monotonic_in_ms(timeout_ms > 0 ? timeout_ms : 0);
     int waited = 0, rc = 0;
 
     pthread_mutex_lock(&p->mu);

@@ -63,16 +63,9 @@ static int deliver(railwire_railset *rs, railwire_completion *out, int max)
 
 static void follow(railwire_railset *rs, struct rw_waiter *w, int ms)
 {
-    struct timespec ts;
     if (ms > RW_FOLLOW_MAX_MS)
         ms = RW_FOLLOW_MAX_MS;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = rw_monotonic_in_ms(ms);
     w->woken = 0;
     rw_list_push_tail(&rs->waiters, &w->link);
     rs_release_work(rs, RS_RELEASE_WAITERS, 1);
