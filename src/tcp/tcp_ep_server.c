@@ -191,6 +191,7 @@ static int hello_matches(const struct rw_tcp_srv_ep *ep, const struct rw_tcp_hel
  * it to an event loop. */
 static int attach_locked(struct rw_tcp_srv_ep *ep, int fd, struct rw_tls_conn *tls)
 {
+    rw_tcp_conn_size_rcvbuf(fd, ep->sess);
     if (rw_tcp_send_verdict(fd, tls, RW_TCP_VERDICT_OK) < 0) {
         rw_warn_rl("tcp: qpn 0x%08x: could not answer the client's hello: %s",
                    (unsigned)ep->base.local.qpn, strerror(errno));

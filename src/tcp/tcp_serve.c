@@ -116,9 +116,15 @@ static int refresh(struct rw_tcp_conn *c, int64_t now)
     return 1;
 }
 
-/* Sizes the socket buffers just under the connection's cap (the kernel
+/* Sizes the send buffer just under the connection's cap (the kernel
  * doubles the value it is given and counts overhead in it), so a full
- * socket, not the cap, is what stops a connection: EPOLLOUT then wakes it. */
+ * socket, not the cap, is what stops a connection: EPOLLOUT then wakes it.
+ * The receive buffer is sized once, before the verdict
+ * (rw_tcp_conn_size_rcvbuf): shrinking it under a window already offered
+ * makes the kernel drop data in flight, and the client's TCP then waits a
+ * 200 ms retransmission timeout. */
+#define RW_TCP_RCVBUF_FLOOR (2ull << 20)
+
 static void size_buffers(struct rw_tcp_conn *c, uint64_t cap)
 {
     int v;
@@ -126,10 +132,18 @@ static void size_buffers(struct rw_tcp_conn *c, uint64_t cap)
     if (c->cap_set && cap * 5 >= c->cap_set * 4 && cap * 4 <= c->cap_set * 5)
         return;
     v = (int)(cap * 7 / 16);
-    if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) < 0 ||
-        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)) < 0)
-        rw_warn_rl("tcp: setsockopt(SO_SNDBUF/SO_RCVBUF=%d) failed: %s", v, strerror(errno));
+    if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) < 0)
+        rw_warn_rl("tcp: setsockopt(SO_SNDBUF=%d) failed: %s", v, strerror(errno));
     c->cap_set = cap;
+}
+
+void rw_tcp_conn_size_rcvbuf(int fd, const struct rw_tcp_sess *sess)
+{
+    uint64_t cap = rw_tcp_budget_cap(sess);
+    int v = (int)((cap > RW_TCP_RCVBUF_FLOOR ? cap : RW_TCP_RCVBUF_FLOOR) * 7 / 16);
+
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)) < 0)
+        rw_warn_rl("tcp: setsockopt(SO_RCVBUF=%d) failed: %s", v, strerror(errno));
 }
 
 static void log_refusal(struct rw_tcp_conn *c, const struct rw_tcp_req *r, const char *why)
