@@ -151,6 +151,11 @@ struct rw_tcp_conn {
     const struct rw_tcp_conn_ops *ops; /* how the loop runs it (rw_tcp_loop_add) */
     unsigned idx;                   /* position in loop->conns */
     int on_ready, on_tick;
+    int rx_dry;                     /* a plain recv came back short: the socket was
+                                       empty then, and the next byte brings an epoll
+                                       edge (the loop clears this on every input
+                                       event): no recv until then, it would only
+                                       return EAGAIN */
     struct rw_tcp_conn *ready_next, *tick_next, *tick_prev;
     /* guarded by loop->lock */
     struct rw_tcp_conn *add_next;   /* in loop->adds (links apart: a kill may be */

@@ -269,6 +269,8 @@ static void *loop_main(void *arg)
                 cmd = 1;
             } else if (c->state != RW_TCP_C_CLOSED) {
                 served = 1;
+                if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                    c->rx_dry = 0;
                 c->ops->run(c);
             }
         }

@@ -268,11 +268,17 @@ static enum step step_header(struct rw_tcp_conn *c, int64_t now, const char **wh
     c->st_len = staged(c);
     c->st_off = 0;
     c->st = buf;
+    if (c->rx_dry) {
+        c->wait = RW_TCP_W_IN;
+        return S_WAIT;
+    }
     do {
         k = rw_tcp_conn_recv(c, c->st + c->st_len, cap - c->st_len);
     } while (k < 0 && errno == EINTR);
     if (k <= 0)
         return recv_err(c, k, staged(c) > 0, why);
+    /* TLS may hold decrypted bytes back: only a plain socket is known dry. */
+    c->rx_dry = !c->tls && (size_t)k < cap - c->st_len;
     c->st_len += (size_t)k;
     c->last_progress_ms = now;
     return S_CONT;
@@ -304,11 +310,16 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
 
         if (!c->mem && want > sizeof(c->loop->scratch))
             want = sizeof(c->loop->scratch);
+        if (c->rx_dry) {
+            c->wait = RW_TCP_W_IN;
+            return S_WAIT;
+        }
         do {
             k = rw_tcp_conn_recv(c, c->mem ? (void *)c->mem : (void *)c->loop->scratch, want);
         } while (k < 0 && errno == EINTR);
         if (k <= 0)
             return recv_err(c, k, 1, why);
+        c->rx_dry = !c->tls && (size_t)k < want;
         if (c->mem)
             c->mem += k;
         c->left -= (uint64_t)k;

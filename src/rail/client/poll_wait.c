@@ -157,6 +157,7 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         ms = left < 0 ? 0 : (int)left;
     if (busy && ms > 1)
         ms = 1;
+    nfds_t kick = n; /* its slot, when there is a kick fd */
     if (rs->kick_fd >= 0)
         add_fd(pfd, &n, rs->kick_fd);
     rs->poller = 1;
@@ -186,7 +187,10 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
         rs->spin_idle_gen = gen;
     rs->poller = 0;
     rs_release_work(rs, RS_RELEASE_POLLER, 0);
-    if (rs->kick_fd >= 0) {
+    /* Drain the kick eventfd only when poll saw it written: it stays
+     * readable until read, so a write that came after the poll's look makes
+     * the next sleep return at once and is drained then. */
+    if (rs->kick_fd >= 0 && (pfd[kick].revents & POLLIN)) {
         uint64_t v;
         if (read(rs->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
             rw_debug("progress: reading the kick eventfd failed: %s", strerror(errno));
