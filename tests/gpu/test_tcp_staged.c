@@ -184,8 +184,12 @@ Test(gpu_tcp_staged, a_rail_killed_mid_transfer_heals)
     cr_assert_eq(c.status, 0, "%s", railwire_strerror(c.status));
     dev_to_host(&w, back, d, len);
     cr_assert(memcmp(back, w.arena + 1000, len) == 0, "READ across the kill differs");
+    /* The kill happens behind the railset's back: rail 1 still reads UP
+     * until a detector notices (its slices may all have gone to rail 0,
+     * staging allowing), so wait for the heal, not only for UP. */
     int64_t end = rw_now_ms() + 15000;
-    while (rw_test_rail_state(w.rs, 1) != RAILWIRE_RAIL_UP && rw_now_ms() < end) {
+    while ((rw_test_rail_state(w.rs, 1) != RAILWIRE_RAIL_UP || rw_test_rail_stats(w.rs, 1).heals < 1) &&
+           rw_now_ms() < end) {
         (void)railwire_read(w.rs, mr, (void *)(uintptr_t)d, 4096, 0, 0, 2000);
         usleep(10000);
     }
