@@ -116,6 +116,11 @@ static int refresh(struct rw_tcp_conn *c, int64_t now)
     return 1;
 }
 
+/* A server connection's receive buffer is sized for at least this cap:
+ * the kernel offers loopback peers an initial window of ten 64 KiB
+ * segments, and the buffer must hold it (docs/tcp-transport.md). */
+#define RW_TCP_RCVBUF_FLOOR (2ull << 20)
+
 /* Sizes the send buffer just under the connection's cap (the kernel
  * doubles the value it is given and counts overhead in it), so a full
  * socket, not the cap, is what stops a connection: EPOLLOUT then wakes it.
@@ -123,8 +128,6 @@ static int refresh(struct rw_tcp_conn *c, int64_t now)
  * (rw_tcp_conn_size_rcvbuf): shrinking it under a window already offered
  * makes the kernel drop data in flight, and the client's TCP then waits a
  * 200 ms retransmission timeout. */
-#define RW_TCP_RCVBUF_FLOOR (2ull << 20)
-
 static void size_buffers(struct rw_tcp_conn *c, uint64_t cap)
 {
     int v;
@@ -246,6 +249,27 @@ static enum step recv_err(struct rw_tcp_conn *c, ssize_t k, int inside, const ch
     return (enum step)rw_tcp_conn_recv_err(c, k, inside, why);
 }
 
+/* rw_tcp_conn_recv of up to n bytes, retried on EINTR, except on a socket
+ * known to be empty (c->rx_dry): that call could only fail with EAGAIN, so
+ * it fails so without a system call.  A short read of a plain socket marks
+ * it empty until the loop sees its next input edge (TLS may hold decrypted
+ * bytes back, so only a plain socket is known dry). */
+static ssize_t recv_fresh(struct rw_tcp_conn *c, void *buf, size_t n)
+{
+    ssize_t k;
+
+    if (c->rx_dry) {
+        errno = EAGAIN;
+        return -1;
+    }
+    do {
+        k = rw_tcp_conn_recv(c, buf, n);
+    } while (k < 0 && errno == EINTR);
+    if (k > 0)
+        c->rx_dry = !c->tls && (size_t)k < n;
+    return k;
+}
+
 static enum step step_header(struct rw_tcp_conn *c, int64_t now, const char **why)
 {
     size_t cap = sizeof(c->stage);
@@ -268,17 +292,9 @@ static enum step step_header(struct rw_tcp_conn *c, int64_t now, const char **wh
     c->st_len = staged(c);
     c->st_off = 0;
     c->st = buf;
-    if (c->rx_dry) {
-        c->wait = RW_TCP_W_IN;
-        return S_WAIT;
-    }
-    do {
-        k = rw_tcp_conn_recv(c, c->st + c->st_len, cap - c->st_len);
-    } while (k < 0 && errno == EINTR);
+    k = recv_fresh(c, c->st + c->st_len, cap - c->st_len);
     if (k <= 0)
         return recv_err(c, k, staged(c) > 0, why);
-    /* TLS may hold decrypted bytes back: only a plain socket is known dry. */
-    c->rx_dry = !c->tls && (size_t)k < cap - c->st_len;
     c->st_len += (size_t)k;
     c->last_progress_ms = now;
     return S_CONT;
@@ -310,16 +326,9 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
 
         if (!c->mem && want > sizeof(c->loop->scratch))
             want = sizeof(c->loop->scratch);
-        if (c->rx_dry) {
-            c->wait = RW_TCP_W_IN;
-            return S_WAIT;
-        }
-        do {
-            k = rw_tcp_conn_recv(c, c->mem ? (void *)c->mem : (void *)c->loop->scratch, want);
-        } while (k < 0 && errno == EINTR);
+        k = recv_fresh(c, c->mem ? (void *)c->mem : (void *)c->loop->scratch, want);
         if (k <= 0)
             return recv_err(c, k, 1, why);
-        c->rx_dry = !c->tls && (size_t)k < want;
         if (c->mem)
             c->mem += k;
         c->left -= (uint64_t)k;
