@@ -198,6 +198,10 @@ Test(errors, sessions_are_released_when_clients_close, .timeout = 60)
     e2e_server_start(&s, RAILWIRE_DIALECT_RW, &arena, 1, NULL);
     for (int i = 0; i < 3; i++)
         cr_assert_eq(e2e_connect(s.port, RAILWIRE_DIALECT_RW, 2, 0, 0, &rs[i]), 0);
+    /* The server counts a session once its ack is sent, which the client
+     * may read first: wait (bounded) for its count to catch up. */
+    for (int i = 0; i < 100 && railwire_server_sessions(s.srv) != 3; i++)
+        usleep(50000);
     cr_expect_eq(railwire_server_sessions(s.srv), 3);
     for (int i = 0; i < 3; i++)
         railwire_railset_close(rs[i]);

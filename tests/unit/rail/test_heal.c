@@ -127,6 +127,10 @@ Test(heal, a_killed_rail_comes_back_and_carries_data)
         cr_assert_eq(read_all(rs, mr, buf), 0);
     railwire_railset_stats(rs, st, 2, sizeof(*st));
     cr_assert_gt(st[1].bytes_read, before, "the healed rail carries no data");
+    /* The server counts session 1 once its ack is sent, which the client
+     * may read first: wait (bounded) for its count to catch up. */
+    for (int i = 0; i < 100 && railwire_server_sessions(s) != 2; i++)
+        usleep(50000);
     cr_assert_eq(railwire_server_sessions(s), 2, "sessions 0 and 1 are both in use");
     railwire_railset_close(rs);
     railwire_server_destroy(s);
