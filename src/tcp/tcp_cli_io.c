@@ -204,6 +204,13 @@ void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t c
         return;
     if (ep->tx_busy || ep->out_wait || ep->sent != first || cnt > TX_BATCH)
         goto to_loop;
+    /* A loop that is running takes the kick without a wakeup and sends
+     * these with whatever else was queued meanwhile, several requests per
+     * call.  A send per request from here, racing the loop for the socket's
+     * lock, cost twice the CPU per 4 KiB transfer at 4 rails
+     * (docs/benchmarks.md, issue 20). */
+    if (rw_tcp_cli_loop_awake(ep))
+        goto to_loop;
     for (i = 0; i < cnt; i++)
         total += entry_bytes(&ep->ring[(first + i) & ep->mask]);
     if (total > RW_TCP_INLINE_MAX)

@@ -23,13 +23,15 @@ int rw_tcp_cli_io_start(struct rw_tcp_cli_ep *ep, int fd);
 void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what);
 
 /* Requests of at most this many bytes (header + payload) are written by
- * ep_post itself when nothing else is queued (no wakeup of the loop). */
+ * ep_post itself when nothing else is queued and the loop sleeps (no
+ * wakeup of the loop). */
 #define RW_TCP_INLINE_MAX (16u * 1024)
 
 /* Called by ep_post with ep->lock held after queuing entries [first,
- * first + cnt): if nothing older waits and they are small, writes them
- * without blocking (temporarily releasing the lock); whatever is left goes
- * to the ep's loop.  Returns with the lock held. */
+ * first + cnt): if nothing older waits, they are small and the ep's loop
+ * sleeps, writes them without blocking (temporarily releasing the lock);
+ * whatever is left goes to the ep's loop (kicked: a running loop without a
+ * wakeup).  Returns with the lock held. */
 void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t cnt);
 
 /* --- a waiting caller receiving on its rail (tcp_cli_attend.c) --- */

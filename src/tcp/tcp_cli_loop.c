@@ -154,14 +154,15 @@ static int do_register(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
 
 /* Runs the queued commands: adds, then kicks, then kills (a kick is always
  * queued before its ep's kill, so a killed ep is never on a later list).
- * Returns 1 when the loop must stop. */
-static int do_commands(struct rw_tcp_cli_loop *l)
+ * read_evfd: the eventfd was seen readable (an awake loop takes kicks
+ * without one).  Returns 1 when the loop must stop. */
+static int do_commands(struct rw_tcp_cli_loop *l, int read_evfd)
 {
     struct rw_tcp_cli_ep *adds, *kicks, *kills, *ep, *next;
     uint64_t v;
     int stop;
 
-    if (read(l->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+    if (read_evfd && read(l->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         rw_err_rl("tcp: client event loop %u: reading its eventfd failed: %s", l->id,
                   strerror(errno));
     pthread_mutex_lock(&l->lock);
@@ -169,6 +170,7 @@ static int do_commands(struct rw_tcp_cli_loop *l)
     kicks = l->kicks;
     kills = l->kills;
     l->adds = l->kicks = l->kills = NULL;
+    atomic_store_explicit(&l->kicked, 0, memory_order_relaxed);
     stop = l->stop;
     pthread_mutex_unlock(&l->lock);
     for (ep = adds; ep; ep = next) {
@@ -236,30 +238,60 @@ static void scan(struct rw_tcp_cli_loop *l, int64_t now)
 struct spin_set {
     struct rw_tcp_cli_loop *l;
     struct epoll_event *ev;
+    int n; /* the last epoll_wait's result */
 };
 
+/* One turn of the spin: ends it on events or on a kick (an awake loop is
+ * not woken through its eventfd). */
 static int spin_wait_once(void *arg)
 {
     struct spin_set *s = arg;
-    return epoll_wait(s->l->epfd, s->ev, EVENTS, 0);
+    s->n = epoll_wait(s->l->epfd, s->ev, EVENTS, 0);
+    return s->n != 0 || atomic_load_explicit(&s->l->kicked, memory_order_acquire);
 }
 
+/* Blocks in epoll_wait for at most timeout ms (unless a kick is queued),
+ * marked asleep so that the next kick writes the eventfd. */
+static int sleep_events(struct rw_tcp_cli_loop *l, struct epoll_event *ev, int timeout)
+{
+    int n;
+
+    pthread_mutex_lock(&l->lock);
+    if (atomic_load_explicit(&l->kicked, memory_order_relaxed)) {
+        timeout = 0;
+    } else {
+        l->woken = 0;
+        atomic_store_explicit(&l->asleep, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&l->lock);
+    n = epoll_wait(l->epfd, ev, EVENTS, timeout);
+    if (timeout != 0) {
+        pthread_mutex_lock(&l->lock);
+        atomic_store_explicit(&l->asleep, 0, memory_order_relaxed);
+        pthread_mutex_unlock(&l->lock);
+    }
+    return n;
+}
+
+/* Waits for events, commands, ready work or the next scan.  Returns the
+ * number of events in ev (0 when none). */
 static int wait_events(struct rw_tcp_cli_loop *l, struct epoll_event *ev)
 {
     int64_t now = rw_now_ms();
-    int timeout = -1, n = 0;
+    int timeout = -1, n = 0, done = 0;
 
-    if (l->ready_head)
+    if (l->ready_head || atomic_load_explicit(&l->kicked, memory_order_acquire))
         timeout = 0;
     else if (l->n_tab)
         timeout = l->next_scan_ms <= now ? 0 : (int)(l->next_scan_ms - now);
     if (l->spin_ns && timeout != 0) {
-        struct spin_set set = {l, ev};
-        n = rw_busy_poll_run(spin_wait_once, &set, l->spin_ns, timeout);
+        struct spin_set set = {l, ev, 0};
+        done = rw_busy_poll_run(spin_wait_once, &set, l->spin_ns, timeout);
+        n = set.n;
     }
     l->spin_ns = 0;
-    if (n == 0)
-        n = epoll_wait(l->epfd, ev, EVENTS, timeout);
+    if (!done)
+        n = timeout ? sleep_events(l, ev, timeout) : epoll_wait(l->epfd, ev, EVENTS, 0);
     if (n < 0) {
         if (errno != EINTR)
             rw_err_rl("tcp: client event loop %u: epoll_wait failed: %s", l->id, strerror(errno));
@@ -289,8 +321,8 @@ static void *loop_main(void *arg)
             else
                 run_ep(l, ep, (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0);
         }
-        if (cmd)
-            stop = do_commands(l);
+        if (cmd || atomic_load_explicit(&l->kicked, memory_order_acquire))
+            stop = do_commands(l, cmd);
         if (!stop) {
             run_ready(l);
             now = rw_now_ms();
@@ -370,11 +402,25 @@ void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep)
         ep->link.kicked = 1;
         ep->link.kick_next = l->kicks;
         l->kicks = ep;
-        w = 1;
+        atomic_store_explicit(&l->kicked, 1, memory_order_release);
+        /* An awake loop looks at `kicked` before it sleeps (sleep_events
+         * checks it under this lock): only a sleeping one needs the
+         * eventfd, and only once. */
+        if (atomic_load_explicit(&l->asleep, memory_order_relaxed) && !l->woken) {
+            l->woken = 1;
+            w = 1;
+        }
     }
     pthread_mutex_unlock(&l->lock);
     if (w)
         rw_tcp_cli_loop_wake(l);
+}
+
+int rw_tcp_cli_loop_awake(const struct rw_tcp_cli_ep *ep)
+{
+    const struct rw_tcp_cli_loop *l = ep->link.loop;
+
+    return l && !ep->link.orphan && !atomic_load_explicit(&l->asleep, memory_order_relaxed);
 }
 
 void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep)

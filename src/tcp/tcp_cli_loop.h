@@ -34,6 +34,12 @@ int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep);
  * were posted that the posting thread did not write). */
 void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep);
 
+/* Returns 1 when the thread of the ep's loop is running (handling events
+ * or spinning), so that a kick reaches it without a wakeup and it sends
+ * what was queued together with what else it has; 0 when it sleeps.  A
+ * hint, read without a lock. */
+int rw_tcp_cli_loop_awake(const struct rw_tcp_cli_ep *ep);
+
 /* With ep->lock held: makes the ep's loop watch its socket's input (in)
  * or not (a waiting caller receives, tcp_cli_attend.c).  Turning it on
  * again reports input already waiting. */

@@ -5,6 +5,7 @@
 #define RW_TCP_CLI_LOOP_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "tcp/tcp_cli_loop.h"
@@ -20,6 +21,12 @@ struct rw_tcp_cli_loop {
     /* guarded by lock */
     struct rw_tcp_cli_ep *adds, *kicks, *kills;
     int stop;
+    int woken;                         /* evfd written since the thread fell asleep */
+    /* written under lock, read without it (hints; the lists are the truth) */
+    atomic_int kicked;                 /* kicks queued that the loop has not taken */
+    atomic_int asleep;                 /* the thread blocks (or is about to) in epoll_wait:
+                                        * a kick must write evfd; awake, it takes kicks
+                                        * before it sleeps */
     /* guarded by pool_lock */
     unsigned n_eps;                    /* eps attached and not yet detached */
     int orphan;                        /* inherited by a fork()ed child: no thread */
