@@ -28,10 +28,11 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what);
 #define RW_TCP_INLINE_MAX (16u * 1024)
 
 /* Called by ep_post with ep->lock held after queuing entries [first,
- * first + cnt): if nothing older waits, they are small and the ep's loop
- * sleeps, writes them without blocking (temporarily releasing the lock);
- * whatever is left goes to the ep's loop (kicked: a running loop without a
- * wakeup).  Returns with the lock held. */
+ * first + cnt): if nothing older waits, they are small, the ep's loop
+ * sleeps and fewer than 8 answers are due, writes them without blocking
+ * (temporarily releasing the lock); whatever is left goes to the ep's loop
+ * (kicked: a running loop without a wakeup; a sleeping one that will wake
+ * for the due answers, with none).  Returns with the lock held. */
 void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t cnt);
 
 /* --- a waiting caller receiving on its rail (tcp_cli_attend.c) --- */

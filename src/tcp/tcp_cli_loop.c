@@ -392,7 +392,19 @@ struct rw_tcp_cli_loop *rw_tcp_cli_loop_start(unsigned id)
     return l;
 }
 
+static void kick(struct rw_tcp_cli_ep *ep, int may_wake);
+
 void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep)
+{
+    kick(ep, 1);
+}
+
+void rw_tcp_cli_loop_defer(struct rw_tcp_cli_ep *ep)
+{
+    kick(ep, 0);
+}
+
+static void kick(struct rw_tcp_cli_ep *ep, int may_wake)
 {
     struct rw_tcp_cli_loop *l = ep->link.loop;
     int w = 0;
@@ -406,7 +418,7 @@ void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep)
         /* An awake loop looks at `kicked` before it sleeps (sleep_events
          * checks it under this lock): only a sleeping one needs the
          * eventfd, and only once. */
-        if (atomic_load_explicit(&l->asleep, memory_order_relaxed) && !l->woken) {
+        if (may_wake && atomic_load_explicit(&l->asleep, memory_order_relaxed) && !l->woken) {
             l->woken = 1;
             w = 1;
         }

@@ -34,6 +34,11 @@ int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep);
  * were posted that the posting thread did not write). */
 void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep);
 
+/* With ep->lock held: as rw_tcp_cli_loop_kick, but a sleeping loop is not
+ * woken: it runs the ep's send queue on its next wake-up.  Only for an ep
+ * whose loop receives and that awaits answers (their input wakes it). */
+void rw_tcp_cli_loop_defer(struct rw_tcp_cli_ep *ep);
+
 /* Returns 1 when the thread of the ep's loop is running (handling events
  * or spinning), so that a kick reaches it without a wakeup and it sends
  * what was queued together with what else it has; 0 when it sleeps.  A
