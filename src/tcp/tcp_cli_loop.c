@@ -392,18 +392,9 @@ struct rw_tcp_cli_loop *rw_tcp_cli_loop_start(unsigned id)
     return l;
 }
 
-static void kick(struct rw_tcp_cli_ep *ep, int may_wake);
-
-void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep)
-{
-    kick(ep, 1);
-}
-
-void rw_tcp_cli_loop_defer(struct rw_tcp_cli_ep *ep)
-{
-    kick(ep, 0);
-}
-
+/* Queues ep's send queue for its loop; may_wake: a sleeping loop gets one
+ * eventfd write (rw_tcp_cli_loop_kick), else it runs the queue on its next
+ * wake-up (rw_tcp_cli_loop_defer). */
 static void kick(struct rw_tcp_cli_ep *ep, int may_wake)
 {
     struct rw_tcp_cli_loop *l = ep->link.loop;
@@ -426,6 +417,16 @@ static void kick(struct rw_tcp_cli_ep *ep, int may_wake)
     pthread_mutex_unlock(&l->lock);
     if (w)
         rw_tcp_cli_loop_wake(l);
+}
+
+void rw_tcp_cli_loop_kick(struct rw_tcp_cli_ep *ep)
+{
+    kick(ep, 1);
+}
+
+void rw_tcp_cli_loop_defer(struct rw_tcp_cli_ep *ep)
+{
+    kick(ep, 0);
 }
 
 int rw_tcp_cli_loop_awake(const struct rw_tcp_cli_ep *ep)

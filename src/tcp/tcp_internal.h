@@ -358,9 +358,9 @@ void rw_tcp_cli_tls_mode(struct rw_tcp_cli_ep *ep);
 /* Prepares ep->conn for fd (non-blocking) before it goes to a loop. */
 void rw_tcp_conn_init(struct rw_tcp_conn *c, struct rw_tcp_srv_ep *ep, int fd);
 /* Sizes a server rail socket's receive buffer to 7/16 of max(its
- * session's queue cap, 2 MiB), once, before the verdict lets the client send requests: the
- * window offered until then is the initial one, so the smaller buffer drops
- * nothing.  It is never shrunk later (see tcp_serve.c, size_buffers).  A
+ * session's queue cap, 2 MiB), once, before the verdict lets the client
+ * send requests: the window offered until then is the initial one, so the
+ * smaller buffer drops nothing.  It is never shrunk later (see tcp_serve.c, size_buffers).  A
  * failure is logged; the socket keeps the listener's buffer. */
 void rw_tcp_conn_size_rcvbuf(int fd, const struct rw_tcp_sess *sess);
 /* Runs the connection until it must wait, yields its quantum, or closes.
