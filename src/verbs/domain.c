@@ -121,6 +121,10 @@ static int post_mode(struct rw_vdom *vd)
     if (r < 0)
         return r;
     vd->post_thread = r > 0 ? (int)v : is_soft_device(vd->dev);
+    r = rw_env_uint("RAILWIRE_VERBS_POST_THREADS", 1024, &v);
+    if (r < 0)
+        return r;
+    vd->post_threads = r > 0 ? (unsigned)v : 0;
     return 0;
 }
 

@@ -65,6 +65,7 @@ struct rw_vdom {
     uint8_t max_rd_atomic;     /* initiator depth */
     uint8_t max_dest_rd_atomic;/* responder resources */
     int post_thread;           /* eps hand their WRs to a poster thread (see poster.c) */
+    unsigned post_threads;     /* RAILWIRE_VERBS_POST_THREADS: pool cap, 0 = CPUs */
 };
 
 struct rw_vmr {
@@ -89,6 +90,8 @@ struct rw_vslot {
 
 enum rw_vep_state { RW_VEP_INIT = 0, RW_VEP_RTS = 1, RW_VEP_DEAD = 2 };
 
+struct rw_vposter;
+
 struct rw_vep {
     struct rw_ep base;
     struct rw_vdom *dom;
@@ -106,13 +109,14 @@ struct rw_vep {
     unsigned port_gen;         /* dev->port_err_gen[port] when the QP reached RTS */
     _Atomic int fatal;         /* a QP-fatal async event arrived for this QP */
     /* Poster-thread mode (dom->post_thread): ep_post prepares WRs in the ring
-     * and the thread calls ibv_post_send. */
-    int poster_on;             /* the thread runs (owner thread's view) */
-    pthread_t poster;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    uint64_t queued_seq;       /* guarded by mu: WRs below this may be posted */
-    int stop;                  /* guarded by mu */
+     * and a thread of the shared poster pool calls ibv_post_send. */
+    int poster_on;             /* ep is in the pool (owner thread's view) */
+    struct rw_vposter *pt;     /* the poster thread serving this ep */
+    struct rw_vep *pnext;      /* guarded by pt's lock: pt's next ep */
+    uint64_t queued_seq;       /* guarded by pt's lock: WRs below this may be posted */
+    int posting;               /* guarded by pt's lock: the thread is posting ours */
+    int leaving;               /* guarded by pt's lock: post nothing more of ours */
+    int post_failed;           /* guarded by pt's lock: skip (post_err is set) */
     _Atomic uint64_t sent_seq; /* WRs below this were accepted by ibv_post_send */
     _Atomic int post_err;      /* errno of a failed ibv_post_send in the thread */
 };
@@ -151,9 +155,12 @@ void rw_vep_destroy(struct rw_ep *ep);
 void rw_vdev_drain_events(struct rw_vdev *d);
 int rw_vep_check(struct rw_ep *ep);
 
-/* Poster thread (poster.c).  start: 0 or RAILWIRE_E_SYSTEM (logged);
- * kick: makes WRs below `queued` postable; stop: stops posting and joins
- * (idempotent; WRs not yet posted stay unposted, see sent_seq). */
+/* Poster threads (poster.c), a pool shared by the process's client eps.
+ * start: puts ve on a thread (starting one below the cap); 0 or
+ * RAILWIRE_E_SYSTEM (logged).  kick: makes WRs below `queued` postable.
+ * stop: takes ve off its thread once the chain being posted is in (the last
+ * ep of a thread joins it); idempotent; WRs not yet posted stay unposted,
+ * see sent_seq. */
 int rw_vposter_start(struct rw_vep *ve);
 void rw_vposter_kick(struct rw_vep *ve, uint64_t queued);
 void rw_vposter_stop(struct rw_vep *ve);
@@ -162,6 +169,8 @@ int rw_vposter_wanted(const struct rw_vep *ve);
 /* After an inline post in poster mode: records that everything below
  * next_seq was posted. */
 void rw_vposter_posted_inline(struct rw_vep *ve);
+/* Poster threads running in this process (tests, diagnostics). */
+unsigned rw_vposter_threads(void);
 
 /* Reads the valid (non-empty) GID entries of one port into a malloc'ed
  * array (*out, freed by the caller; NULL when *n is 0).  Returns 0 or

@@ -12,6 +12,7 @@
 #include <railwire/error.h>
 
 #include "verbs/verbs.h"
+#include "verbs/verbs_int.h"
 #include "vtest.h"
 
 #define MiB (1024u * 1024u)
@@ -372,4 +373,96 @@ Test(verbs_transport, unreachable_gid_fails_at_rtr)
     cr_assert_eq(rw_verbs_ops.ep_post(ep, &wr, 1), RAILWIRE_E_RAIL_DOWN, "a failed QP is dead");
     rw_verbs_ops.ep_destroy(ep);
     rw_verbs_ops.domain_close(cd);
+}
+
+/* Posts `per_rail` WRITEs of `slice` bytes on each listed rail (rail r's
+ * slices land at offset r * per_rail * slice), collects every completion and
+ * checks the bytes. */
+static void write_on_rails(struct vt_rail *rails, const unsigned *which, unsigned n,
+                           unsigned per_rail, size_t slice, unsigned seed)
+{
+    size_t span = (size_t)6 * per_rail * slice;
+    unsigned char *client = malloc(span), *server = calloc(1, span);
+    struct rw_mr *cmr[6], *smr[6];
+
+    cr_assert(client && server);
+    vt_pattern(client, span, seed);
+    for (unsigned k = 0; k < n; k++) {
+        struct vt_rail *r = &rails[which[k]];
+        cr_assert_eq(rw_verbs_ops.mr_reg(r->cd, client, span, RW_ACCESS_LOCAL, &cmr[k]), 0);
+        cr_assert_eq(rw_verbs_ops.mr_reg(r->sd, server, span,
+                                         RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE, &smr[k]),
+                     0);
+    }
+    /* Interleaved across the rails, so several eps have WRs queued at once. */
+    for (unsigned s = 0; s < per_rail; s++)
+        for (unsigned k = 0; k < n; k++) {
+            size_t off = ((size_t)which[k] * per_rail + s) * slice;
+            struct rw_wr wr = {
+                .wr_id = s, .opcode = RW_OP_WRITE, .local = client + off, .mr = cmr[k],
+                .length = (uint32_t)slice, .remote_addr = smr[k]->remote_base + off,
+                .rkey = smr[k]->rkey, .signaled = 1,
+            };
+            cr_assert_eq(rw_verbs_ops.ep_post(rails[which[k]].cep, &wr, 1), 1);
+        }
+    for (unsigned k = 0; k < n; k++) {
+        struct rw_wc wcs[64];
+        int got = vt_collect(rails[which[k]].cep, wcs, (int)per_rail, 30000);
+        cr_assert_eq(got, (int)per_rail, "rail %u: %d of %u completions", which[k], got, per_rail);
+        for (int i = 0; i < got; i++) {
+            cr_assert_eq(wcs[i].status, 0, "rail %u: %s", which[k], railwire_strerror(wcs[i].status));
+            cr_assert_eq(wcs[i].wr_id, (uint64_t)i, "rail %u: completions out of order", which[k]);
+        }
+        size_t off = (size_t)which[k] * per_rail * slice;
+        cr_assert(memcmp(server + off, client + off, (size_t)per_rail * slice) == 0,
+                  "rail %u: bytes differ", which[k]);
+    }
+    for (unsigned k = 0; k < n; k++) {
+        rw_verbs_ops.mr_dereg(cmr[k]);
+        rw_verbs_ops.mr_dereg(smr[k]);
+    }
+    free(client);
+    free(server);
+}
+
+/* Poster mode (software providers) shares a pool of threads among the
+ * process's client eps: six rails on a cap of two threads post through two
+ * threads, every WR of every rail arrives in order, rails leave in any order
+ * while the others keep posting, and the last one out stops the threads. */
+Test(verbs_transport, poster_threads_are_shared_and_bounded)
+{
+    struct vt_rail rails[6];
+    int rc;
+
+    setenv("RAILWIRE_VERBS_POST_THREADS", "2", 1);
+    for (unsigned i = 0; i < 6; i++) {
+        rc = vt_rail_up(i, 32, &rails[i]);
+        cr_assert_eq(rc, 0, "rail %u up: %s", i, railwire_strerror(rc));
+    }
+    unsetenv("RAILWIRE_VERBS_POST_THREADS");
+    int pooled = rw_container_of(rails[0].cd, struct rw_vdom, base)->post_thread;
+    if (pooled)
+        cr_assert_eq(rw_vposter_threads(), 2, "6 eps on a cap of 2: %u poster threads",
+                     rw_vposter_threads());
+    else
+        cr_assert_eq(rw_vposter_threads(), 0, "posting inline, yet %u poster threads",
+                     rw_vposter_threads());
+
+    static const unsigned all[6] = {0, 1, 2, 3, 4, 5};
+    write_on_rails(rails, all, 6, 24, 32 * 1024, 11);
+
+    vt_rail_down(&rails[1]);
+    vt_rail_down(&rails[4]);
+    vt_rail_down(&rails[0]);
+    cr_assert_leq(rw_vposter_threads(), 2);
+    if (pooled)
+        cr_assert_geq(rw_vposter_threads(), 1, "rails 2, 3, 5 are left without a poster");
+    static const unsigned rest[3] = {2, 3, 5};
+    write_on_rails(rails, rest, 3, 24, 32 * 1024, 12);
+
+    vt_rail_down(&rails[5]);
+    vt_rail_down(&rails[2]);
+    vt_rail_down(&rails[3]);
+    cr_assert_eq(rw_vposter_threads(), 0, "%u poster threads outlive their eps",
+                 rw_vposter_threads());
 }
