@@ -3,7 +3,9 @@
 # The tcp client's rail-count sweep (issue 20), every figure from one run:
 #  1. READ and WRITE at 4 KiB and 64 KiB (depth 64) and 1 MiB (depth 8) on
 #     1, 2, 4, 8, 16 and 64 rails (`railwire bench --loopback`): each rail
-#     count's figure against the best rail count's (target >= 0.9).
+#     count's figure against the best rail count's (target >= 0.9); and
+#     R raw loopback TCP streams of 1 MiB sends (bench/rr_ref --stream -n R)
+#     for each rail count R, the socket's own limit, against the 1 MiB rows.
 #  2. 1-rail 4 KiB READ at depth 1, 8 and 64 against bench/rr_ref at the
 #     same depth (target >= 0.9).
 #  3. The threads of a `railwire bench` process holding one 64-rail railset
@@ -71,6 +73,21 @@ for c in "${configs[@]}"; do
     worst=$(awk -v w="$worst" -v x="$rat" 'BEGIN{if(x+0>0 && x+0<w+0) w=x; print w}')
   done <"$f"
   printf " **%s** |\n" "$worst"
+done
+
+# --- 1b. the raw TCP limit at each rail count, 1 MiB ---
+echo "== 1b. raw TCP streams, 1 MiB sends, one per rail" >&2
+echo
+echo "### Raw TCP at each rail count: R loopback streams of 1 MiB sends (rr_ref --stream -n R), GB/s"
+echo
+echo "| rails | raw TCP streams | railwire READ 1M q8 | ratio | railwire WRITE 1M q8 | ratio |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
+for r in $rails_list; do
+  raw=$("$rr_bin" --stream -s 1M -n "$r" -D "$secs" 2>/dev/null | jq -r '.gbps' 2>/dev/null || echo nan)
+  rd=$(awk -v r="$r" '$1==r{print $3}' "$tmp/sweep.read.1M")
+  wr=$(awk -v r="$r" '$1==r{print $3}' "$tmp/sweep.write.1M")
+  printf "| %s | %.3f | %.3f | %s | %.3f | %s |\n" "$r" "${raw:-nan}" "${rd:-nan}" \
+    "$(ratio "${rd:-nan}" "${raw:-nan}")" "${wr:-nan}" "$(ratio "${wr:-nan}" "${raw:-nan}")"
 done
 
 # --- 2. one rail, 4 KiB READ against rr_ref at the same depth ---

@@ -11,17 +11,22 @@
  *  --stream: one blocking stream of SIZE-byte send()s and MSG_WAITALL
  *     recv()s, 4 MiB socket buffers (the "tuned raw TCP stream"); also
  *     prints the receiving thread's CPU seconds per GB (rx_cpu_s_per_gb),
- *     the reference for a client's cost of READs.
+ *     the reference for a client's cost of READs.  -n STREAMS runs that
+ *     many such connections at once, each with its own sending and
+ *     receiving thread (the raw TCP limit at a rail count); rx_cpu_s_per_gb
+ *     then sums the receiving threads.
  *
  * Both ends set TCP_NODELAY.  Prints one JSON object:
  *   {"mode":"rr","op":"read","size":4096,"depth":64,"seconds":2.0,
  *    "ops":N,"ops_per_s":X,"gbps":Y}
- * usage: railwire_rr_ref [--rr|--stream] [--read|--write] [-s SIZE] [-q DEPTH] [-D SECONDS] */
+ * usage: railwire_rr_ref [--rr|--stream] [--read|--write] [-s SIZE] [-q DEPTH]
+ *                        [-n STREAMS] [-D SECONDS] */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +51,7 @@ struct rr_cfg {
     int bufs;           /* 1: 4 MiB socket buffers in --rr mode too */
     uint64_t size;
     unsigned depth;
+    unsigned streams;   /* --stream: parallel connections (-n) */
     double seconds;
 };
 
@@ -215,70 +221,103 @@ static void run_rr(const struct rr_cfg *cfg)
     free(sv.mem);
 }
 
-struct stream_tx {
-    int fd;
+/* One stream of --stream: a sending thread and a receiving thread on one
+ * loopback connection. */
+struct stream_one {
+    int c, s;               /* client (receiving) and server (sending) ends */
     uint64_t size;
-    volatile int stop;
+    volatile int stop;      /* set by main: the sender stops */
+    _Atomic unsigned long long received; /* SIZE-byte recv()s completed */
+    pthread_t tx, rx;
 };
 
 static void *stream_sender(void *p)
 {
-    struct stream_tx *t = p;
+    struct stream_one *t = p;
     uint8_t *b = malloc((size_t)t->size);
     if (!b)
         fail("malloc");
     memset(b, 0x77, (size_t)t->size);
     while (!t->stop)
-        send_all(t->fd, b, (size_t)t->size);
-    shutdown(t->fd, SHUT_WR);
+        send_all(t->s, b, (size_t)t->size);
+    shutdown(t->s, SHUT_WR);
     free(b);
     return NULL;
 }
 
-/* CPU seconds the calling thread has used. */
-static double thread_cpu_s(void)
+static void *stream_receiver(void *p)
 {
+    struct stream_one *t = p;
+    uint8_t *b = malloc((size_t)t->size);
+    if (!b)
+        fail("malloc");
+    while (recv_all(t->c, b, (size_t)t->size) == 0)
+        t->received++;
+    free(b);
+    return NULL;
+}
+
+/* CPU seconds thread `th` has used. */
+static double thread_cpu_s(pthread_t th)
+{
+    clockid_t id;
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    if (pthread_getcpuclockid(th, &id) || clock_gettime(id, &ts))
+        fail("pthread_getcpuclockid");
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sums the received counts and the receiving threads' CPU seconds. */
+static void stream_sample(struct stream_one *st, unsigned n, unsigned long long *recvs, double *cpu)
+{
+    *recvs = 0;
+    *cpu = 0;
+    for (unsigned i = 0; i < n; i++) {
+        *recvs += st[i].received;
+        *cpu += thread_cpu_s(st[i].rx);
+    }
 }
 
 static void run_stream(const struct rr_cfg *cfg)
 {
-    int c, s;
-    socket_pair(&c, &s, 1);
-    uint8_t *b = malloc((size_t)cfg->size);
-    if (!b)
-        fail("malloc");
-    struct stream_tx tx = {.fd = s, .size = cfg->size};
-    pthread_t th;
-    if (pthread_create(&th, NULL, stream_sender, &tx))
-        fail("pthread_create");
-    double t_warm = now_s() + cfg->seconds / 10;
-    while (now_s() < t_warm)
-        recv_all(c, b, (size_t)cfg->size);
-    uint64_t n = 0;
-    double t0 = now_s(), t_end = t0 + cfg->seconds, t, cpu0 = thread_cpu_s();
-    do {
-        recv_all(c, b, (size_t)cfg->size);
-        n++;
-        t = now_s();
-    } while (t < t_end);
-    double rx_cpu = thread_cpu_s() - cpu0;
-    tx.stop = 1;
-    while (recv_all(c, b, (size_t)cfg->size) == 0) {
+    unsigned n = cfg->streams;
+    struct stream_one *st = calloc(n, sizeof(*st));
+    if (!st)
+        fail("calloc");
+    for (unsigned i = 0; i < n; i++) {
+        socket_pair(&st[i].c, &st[i].s, 1);
+        st[i].size = cfg->size;
+        if (pthread_create(&st[i].tx, NULL, stream_sender, &st[i]) ||
+            pthread_create(&st[i].rx, NULL, stream_receiver, &st[i]))
+            fail("pthread_create");
     }
-    pthread_join(th, NULL);
-    close(c);
-    close(s);
-    double dt = t - t0;
+    struct timespec warm = {.tv_sec = (time_t)(cfg->seconds / 10),
+                            .tv_nsec = (long)((cfg->seconds / 10 - (double)(time_t)(cfg->seconds / 10)) * 1e9)};
+    nanosleep(&warm, NULL);
+    unsigned long long r0, r1;
+    double cpu0, cpu1;
+    double t0 = now_s();
+    stream_sample(st, n, &r0, &cpu0);
+    struct timespec run = {.tv_sec = (time_t)cfg->seconds,
+                           .tv_nsec = (long)((cfg->seconds - (double)(time_t)cfg->seconds) * 1e9)};
+    nanosleep(&run, NULL);
+    stream_sample(st, n, &r1, &cpu1);
+    double dt = now_s() - t0;
+    for (unsigned i = 0; i < n; i++)
+        st[i].stop = 1;
+    for (unsigned i = 0; i < n; i++) {
+        pthread_join(st[i].tx, NULL);
+        pthread_join(st[i].rx, NULL);
+        close(st[i].c);
+        close(st[i].s);
+    }
+    double ops = (double)(r1 - r0), gb = ops * (double)cfg->size / 1e9;
     printf("{\"mode\": \"stream\", \"op\": \"stream\", \"size\": %llu, \"depth\": 1, "
-           "\"seconds\": %.3f, \"ops\": %llu, \"ops_per_s\": %.1f, \"gbps\": %.6f, "
-           "\"rx_cpu_s_per_gb\": %.4f}\n",
-           (unsigned long long)cfg->size, dt, (unsigned long long)n, (double)n / dt,
-           (double)n * (double)cfg->size / dt / 1e9,
-           rx_cpu / ((double)n * (double)cfg->size / 1e9));
-    free(b);
+           "\"streams\": %u, \"seconds\": %.3f, \"ops\": %llu, \"ops_per_s\": %.1f, "
+           "\"gbps\": %.6f, \"rx_cpu_s_per_gb\": %.4f}\n",
+           (unsigned long long)cfg->size, n, dt, r1 - r0, ops / dt, gb / dt,
+           gb > 0 ? (cpu1 - cpu0) / gb : 0.0);
+    free(st);
 }
 
 static uint64_t parse_size(const char *s)
@@ -296,7 +335,7 @@ static uint64_t parse_size(const char *s)
 
 int main(int argc, char **argv)
 {
-    struct rr_cfg cfg = {.size = 4096, .depth = 64, .seconds = 2.0};
+    struct rr_cfg cfg = {.size = 4096, .depth = 64, .streams = 1, .seconds = 2.0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--rr"))
@@ -313,17 +352,20 @@ int main(int argc, char **argv)
             cfg.size = parse_size(argv[++i]);
         else if (!strcmp(a, "-q") && v)
             cfg.depth = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(a, "-n") && v)
+            cfg.streams = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(a, "-D") && v)
             cfg.seconds = strtod(argv[++i], NULL);
         else {
             fprintf(stderr, "usage: %s [--rr|--stream] [--read|--write] [-s SIZE] [-q DEPTH] "
-                            "[-D SECONDS]\n", argv[0]);
+                            "[-n STREAMS] [-D SECONDS]\n", argv[0]);
             return 2;
         }
     }
     if (!cfg.size || cfg.size > (1ull << 30) || !cfg.depth || cfg.depth > 4096 ||
+        !cfg.streams || cfg.streams > 256 ||
         (uint64_t)cfg.depth * cfg.size > (1ull << 31) || !(cfg.seconds > 0)) {
-        fprintf(stderr, "rr_ref: bad size, depth (depth x size <= 2 GiB) or duration\n");
+        fprintf(stderr, "rr_ref: bad size, depth (depth x size <= 2 GiB), streams (1-256) or duration\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
