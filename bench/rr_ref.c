@@ -20,7 +20,12 @@
  *   {"mode":"rr","op":"read","size":4096,"depth":64,"seconds":2.0,
  *    "ops":N,"ops_per_s":X,"gbps":Y}
  * usage: railwire_rr_ref [--rr|--stream] [--read|--write] [-s SIZE] [-q DEPTH]
- *                        [-n STREAMS] [-D SECONDS] */
+ *                        [-n STREAMS] [--cc auto|system|NAME] [-D SECONDS]
+ *
+ * --cc picks the sockets' congestion control as railwire's rails do
+ * (src/tcp/tcp_cc.h): "auto" (default) moves a socket under a BBR to cubic
+ * or reno, "system" keeps the system's, NAME sets that algorithm.  The JSON
+ * says which one ran ("cc"). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -102,9 +107,34 @@ static int recv_all(int fd, void *p, size_t n)
     return 0;
 }
 
+/* --cc: "auto" (as railwire's rails: a loopback socket under a BBR moves to
+ * cubic, or reno), "system", or an algorithm's name. */
+static const char *rr_cc = "auto";
+static char rr_cc_used[16];
+
+static void pick_cc(int fd)
+{
+    char cur[16] = {0};
+    socklen_t n = sizeof(cur) - 1;
+
+    if (strcmp(rr_cc, "auto") && strcmp(rr_cc, "system") &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, rr_cc, (socklen_t)strlen(rr_cc)))
+        fail("setsockopt(TCP_CONGESTION)");
+    if (!strcmp(rr_cc, "auto") && !getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) &&
+        !strncmp(cur, "bbr", 3) &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5) &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4))
+        fail("setsockopt(TCP_CONGESTION) for --cc auto");
+    memset(cur, 0, sizeof(cur));
+    n = sizeof(cur) - 1;
+    if (!getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n))
+        memcpy(rr_cc_used, cur, sizeof(rr_cc_used));
+}
+
 static void tune(int fd, int bufs)
 {
     int one = 1, sz = RR_SOCKBUF;
+    pick_cc(fd);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (bufs) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
@@ -214,9 +244,9 @@ static void run_rr(const struct rr_cfg *cfg)
     close(c);
     close(s);
     printf("{\"mode\": \"rr\", \"op\": \"%s\", \"size\": %llu, \"depth\": %u, \"seconds\": %.3f, "
-           "\"ops\": %llu, \"ops_per_s\": %.1f, \"gbps\": %.6f}\n",
+           "\"ops\": %llu, \"ops_per_s\": %.1f, \"gbps\": %.6f, \"cc\": \"%s\"}\n",
            cfg->write ? "write" : "read", (unsigned long long)cfg->size, cfg->depth, dt,
-           (unsigned long long)n, (double)n / dt, (double)n * (double)cfg->size / dt / 1e9);
+           (unsigned long long)n, (double)n / dt, (double)n * (double)cfg->size / dt / 1e9, rr_cc_used);
     free(slots);
     free(sv.mem);
 }
@@ -314,9 +344,9 @@ static void run_stream(const struct rr_cfg *cfg)
     double ops = (double)(r1 - r0), gb = ops * (double)cfg->size / 1e9;
     printf("{\"mode\": \"stream\", \"op\": \"stream\", \"size\": %llu, \"depth\": 1, "
            "\"streams\": %u, \"seconds\": %.3f, \"ops\": %llu, \"ops_per_s\": %.1f, "
-           "\"gbps\": %.6f, \"rx_cpu_s_per_gb\": %.4f}\n",
+           "\"gbps\": %.6f, \"rx_cpu_s_per_gb\": %.4f, \"cc\": \"%s\"}\n",
            (unsigned long long)cfg->size, n, dt, r1 - r0, ops / dt, gb / dt,
-           gb > 0 ? (cpu1 - cpu0) / gb : 0.0);
+           gb > 0 ? (cpu1 - cpu0) / gb : 0.0, rr_cc_used);
     free(st);
 }
 
@@ -352,13 +382,15 @@ int main(int argc, char **argv)
             cfg.size = parse_size(argv[++i]);
         else if (!strcmp(a, "-q") && v)
             cfg.depth = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--cc") && v)
+            rr_cc = argv[++i];
         else if (!strcmp(a, "-n") && v)
             cfg.streams = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(a, "-D") && v)
             cfg.seconds = strtod(argv[++i], NULL);
         else {
             fprintf(stderr, "usage: %s [--rr|--stream] [--read|--write] [-s SIZE] [-q DEPTH] "
-                            "[-n STREAMS] [-D SECONDS]\n", argv[0]);
+                            "[-n STREAMS] [--cc auto|system|NAME] [-D SECONDS]\n", argv[0]);
             return 2;
         }
     }

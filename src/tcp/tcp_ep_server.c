@@ -12,6 +12,7 @@
 #include "common/time.h"
 #include "tcp/tcp_addr.h"
 #include "tcp/tcp_budget.h"
+#include "tcp/tcp_cc.h"
 #include "tcp/tcp_guard.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_loop.h"
@@ -199,6 +200,7 @@ static int attach_locked(struct rw_tcp_srv_ep *ep, int fd, struct rw_tls_conn *t
         return RAILWIRE_E_IO;
     }
     rw_tcp_tune(fd, ep->io_timeout_ms, 0);
+    rw_tcp_pick_congestion(fd);
     rw_tcp_conn_init(&ep->conn, ep, fd);
     ep->conn.tls = tls;
     if (rw_tcp_loop_add(&ep->conn, &rw_tcp_serve_ops)) {

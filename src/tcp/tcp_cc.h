@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* The congestion control of rail sockets.  BBR models the path from its
+ * round-trip time and delivery rate and caps its window at about twice that
+ * product; on a same-host path (loopback, or a peer at one of this host's
+ * own addresses) the round trip is a few microseconds, the cap comes to a
+ * few segments, and one connection of 1 MiB transfers moved half of what
+ * the same socket moves under cubic or reno (docs/tcp-transport.md).  So on
+ * a same-host rail whose algorithm is a BBR, railwire switches that socket
+ * to cubic, or to reno where cubic is not permitted; everything else keeps
+ * the system's algorithm.  RAILWIRE_TCP_CONGESTION overrides the choice:
+ * "auto" (the default, the rule above), "system" (never change it), or an
+ * algorithm's name for every rail socket (as net.ipv4.tcp_congestion_control
+ * spells it; unprivileged processes may only pick those listed in
+ * net.ipv4.tcp_allowed_congestion_control). */
+#ifndef RW_TCP_CC_H
+#define RW_TCP_CC_H
+
+#include <sys/socket.h>
+
+/* Returns 1 if a connection from `local` to `peer` stays on this host: the
+ * peer is a loopback address (127.0.0.0/8, ::1, IPv4-mapped 127/8) or has
+ * the local end's own IP. */
+int rw_tcp_same_host(const struct sockaddr_storage *local, const struct sockaddr_storage *peer);
+
+/* Applies RAILWIRE_TCP_CONGESTION's choice (above) to the connected rail
+ * socket fd.  Never fails the rail: a refused algorithm is logged (rate
+ * limited) and the socket keeps the system's. */
+void rw_tcp_pick_congestion(int fd);
+
+#endif

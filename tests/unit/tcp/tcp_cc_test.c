@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* The congestion control of rail sockets (src/tcp/tcp_cc.c): which
+ * connections count as same-host, the "auto" rule (a same-host socket
+ * under a BBR moves to cubic or reno, any other keeps its algorithm),
+ * RAILWIRE_TCP_CONGESTION=system and =NAME, and both ends of a real rail
+ * getting the choice.  Criterion runs each test in its own process, so each
+ * test's environment is read afresh. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tcp/tcp_addr.h"
+#include "tcp/tcp_cc.h"
+#include "tcp_fixture.h"
+
+static struct sockaddr_storage addr(const char *s)
+{
+    struct sockaddr_storage ss;
+    cr_assert_eq(rw_tcp_addr_parse(s, &ss), 0, "parse %s", s);
+    return ss;
+}
+
+Test(tcp_cc, same_host_is_loopback_or_the_local_ip)
+{
+    struct sockaddr_storage a = addr("10.1.2.3"), b = addr("10.1.2.4"), lo = addr("127.0.0.1"),
+                            lo5 = addr("127.0.0.5"), lo6 = addr("::1"), v6 = addr("2001:db8::1"),
+                            v6b = addr("2001:db8::2");
+    cr_assert(rw_tcp_same_host(&lo, &lo));
+    cr_assert(rw_tcp_same_host(&lo, &lo5), "127.0.0.0/8 is loopback");
+    cr_assert(rw_tcp_same_host(&a, &lo), "a loopback peer");
+    cr_assert(rw_tcp_same_host(&lo6, &lo6));
+    cr_assert(rw_tcp_same_host(&a, &a), "a peer at the local end's own IP");
+    cr_assert(rw_tcp_same_host(&v6, &v6));
+    cr_assert_not(rw_tcp_same_host(&a, &b), "another host");
+    cr_assert_not(rw_tcp_same_host(&v6, &v6b), "another host (IPv6)");
+    /* An IPv4 peer seen through a dual-stack socket is IPv4-mapped. */
+    struct sockaddr_in6 m = {.sin6_family = AF_INET6};
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &m.sin6_addr);
+    struct sockaddr_storage mapped;
+    memset(&mapped, 0, sizeof(mapped));
+    memcpy(&mapped, &m, sizeof(m));
+    cr_assert(rw_tcp_same_host(&v6, &mapped), "IPv4-mapped loopback");
+    inet_pton(AF_INET6, "::ffff:10.1.2.3", &((struct sockaddr_in6 *)&mapped)->sin6_addr);
+    cr_assert(rw_tcp_same_host(&a, &mapped), "10.1.2.3 and ::ffff:10.1.2.3 are one IP");
+    cr_assert_not(rw_tcp_same_host(&b, &mapped));
+}
+
+/* A connected loopback pair: *c the client end, *s the accepted end. */
+static void loopback_pair(int *c, int *s)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(lfd >= 0);
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(lfd, 1), 0);
+    cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &l), 0);
+    *c = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(*c >= 0);
+    cr_assert_eq(connect(*c, (struct sockaddr *)&a, sizeof(a)), 0);
+    *s = accept(lfd, NULL, NULL);
+    cr_assert(*s >= 0);
+    close(lfd);
+}
+
+static void cc_of(int fd, char *out, size_t n)
+{
+    socklen_t len = (socklen_t)n - 1;
+    memset(out, 0, n);
+    cr_assert_eq(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, out, &len), 0);
+}
+
+static int try_cc(int fd, const char *name)
+{
+    return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name));
+}
+
+/* A loopback pair whose client end runs BBR; skips where BBR is not
+ * available to this process. */
+static void bbr_pair(int *c, int *s)
+{
+    loopback_pair(c, s);
+    if (try_cc(*c, "bbr") < 0) {
+        close(*c);
+        close(*s);
+        cr_skip("BBR is not available here (tcp_bbr not loaded or not permitted)");
+    }
+}
+
+Test(tcp_cc, auto_moves_a_same_host_bbr_socket_off_bbr)
+{
+    int c, s;
+    char cc[16];
+
+    unsetenv("RAILWIRE_TCP_CONGESTION");
+    bbr_pair(&c, &s);
+    rw_tcp_pick_congestion(c);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert(!strcmp(cc, "cubic") || !strcmp(cc, "reno"), "a loopback BBR socket now runs %s", cc);
+    close(c);
+    close(s);
+}
+
+Test(tcp_cc, auto_leaves_other_algorithms_alone)
+{
+    int c, s;
+    char cc[16];
+
+    setenv("RAILWIRE_TCP_CONGESTION", "auto", 1);
+    loopback_pair(&c, &s);
+    cr_assert_eq(try_cc(c, "reno"), 0);
+    rw_tcp_pick_congestion(c);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "reno");
+    close(c);
+    close(s);
+}
+
+Test(tcp_cc, system_keeps_bbr)
+{
+    int c, s;
+    char cc[16];
+
+    setenv("RAILWIRE_TCP_CONGESTION", "system", 1);
+    bbr_pair(&c, &s);
+    rw_tcp_pick_congestion(c);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "bbr");
+    close(c);
+    close(s);
+}
+
+Test(tcp_cc, a_refused_name_keeps_the_socket_as_it_was)
+{
+    int c, s;
+    char before[16], after[16];
+
+    setenv("RAILWIRE_TCP_CONGESTION", "no-such-cc", 1);
+    loopback_pair(&c, &s);
+    cc_of(c, before, sizeof(before));
+    rw_tcp_pick_congestion(c);
+    cc_of(c, after, sizeof(after));
+    cr_assert_str_eq(after, before);
+    close(c);
+    close(s);
+}
+
+/* Every connected TCP socket of this process runs `want`: here, both ends
+ * of the rail t_connect made (the test opens no other connection). */
+static int rail_sockets_run(const char *want)
+{
+    int seen = 0;
+    for (int fd = 3; fd < 1024; fd++) {
+        struct sockaddr_storage peer;
+        socklen_t pl = sizeof(peer);
+        int type = 0;
+        socklen_t tl = sizeof(type);
+        char cc[16];
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+            getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 ||
+            (peer.ss_family != AF_INET && peer.ss_family != AF_INET6))
+            continue;
+        cc_of(fd, cc, sizeof(cc));
+        cr_assert_str_eq(cc, want, "rail socket fd %d runs %s", fd, cc);
+        seen++;
+    }
+    return seen;
+}
+
+Test(tcp_cc, both_ends_of_a_rail_take_the_named_algorithm)
+{
+    struct tpair p = {0};
+
+    setenv("RAILWIRE_TCP_CONGESTION", "reno", 1);
+    t_open(&p, "127.0.0.1", 0);
+    t_connect(&p, NULL, 0, 8);
+    cr_assert_geq(rail_sockets_run("reno"), 2, "the rail's client and server sockets");
+    t_close(&p);
+}
