@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "tcp/tcp_addr.h"
@@ -66,12 +67,18 @@ int rw_tcp_same_host(const struct sockaddr_storage *local, const struct sockaddr
     return !memcmp(a, b, sizeof(a));
 }
 
+static unsigned online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (unsigned)n;
+}
+
 static int set_cc(int fd, const char *name)
 {
     return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name));
 }
 
-void rw_tcp_pick_congestion(int fd)
+void rw_tcp_pick_congestion(int fd, unsigned set_rails)
 {
     struct sockaddr_storage local, peer;
     socklen_t ll = sizeof(local), pl = sizeof(peer), n;
@@ -89,6 +96,8 @@ void rw_tcp_pick_congestion(int fd)
                        "pick)", cc_name, strerror(errno));
         return;
     }
+    if ((set_rails ? set_rails : 1) > online_cpus())
+        return;
     n = sizeof(cur) - 1;
     if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) < 0 || strncmp(cur, "bbr", 3))
         return;

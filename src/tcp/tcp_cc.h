@@ -4,13 +4,17 @@
  * product; on a same-host path (loopback, or a peer at one of this host's
  * own addresses) the round trip is a few microseconds, the cap comes to a
  * few segments, and one connection of 1 MiB transfers moved half of what
- * the same socket moves under cubic or reno (docs/tcp-transport.md).  So on
- * a same-host rail whose algorithm is a BBR, railwire switches that socket
- * to cubic, or to reno where cubic is not permitted; everything else keeps
- * the system's algorithm.  RAILWIRE_TCP_CONGESTION overrides the choice:
- * "auto" (the default, the rule above), "system" (never change it), or an
- * algorithm's name for every rail socket (as net.ipv4.tcp_congestion_control
- * spells it; unprivileged processes may only pick those listed in
+ * the same socket moves under cubic or reno (docs/tcp-transport.md).  So a
+ * same-host rail whose algorithm is a BBR, of a railset (or session) of at
+ * most as many rails as the host has CPUs, is switched to cubic, or to reno
+ * where cubic is not permitted.  With more rails than CPUs each connection
+ * carries a small share and BBR's cap no longer binds, while cubic's
+ * unpaced sends measured about half as fast on many loopback connections
+ * (same document); those rails, and rails to other hosts, keep the system's
+ * algorithm.  RAILWIRE_TCP_CONGESTION overrides the choice: "auto" (the
+ * default, the rule above), "system" (never change it), or an algorithm's
+ * name for every rail socket (as net.ipv4.tcp_congestion_control spells
+ * it; unprivileged processes may only pick those listed in
  * net.ipv4.tcp_allowed_congestion_control). */
 #ifndef RW_TCP_CC_H
 #define RW_TCP_CC_H
@@ -23,8 +27,9 @@
 int rw_tcp_same_host(const struct sockaddr_storage *local, const struct sockaddr_storage *peer);
 
 /* Applies RAILWIRE_TCP_CONGESTION's choice (above) to the connected rail
- * socket fd.  Never fails the rail: a refused algorithm is logged (rate
+ * socket fd of a railset or session of set_rails rails (0: unknown, counted
+ * as 1).  Never fails the rail: a refused algorithm is logged (rate
  * limited) and the socket keeps the system's. */
-void rw_tcp_pick_congestion(int fd);
+void rw_tcp_pick_congestion(int fd, unsigned set_rails);
 
 #endif

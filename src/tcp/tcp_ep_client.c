@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "tcp/tcp_addr.h"
+#include "tcp/tcp_cc.h"
 #include "tcp/tcp_cli_io.h"
 #include "tcp/tcp_cli_loop.h"
 #include "tcp/tcp_internal.h"
@@ -46,6 +47,7 @@ int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
     ep->depth = depth;
     ep->lazy_verdict = cfg->lazy_verdict;
     ep->busy_poll_ns = rw_busy_poll_ns(cfg->busy_poll_us);
+    ep->set_rails = cfg->set_rails;
     ep->mask = ring - 1;
     ep->fd = -1;
     ep->state = RW_TCP_CLI_NEW;
@@ -108,6 +110,7 @@ static int dial(struct rw_tcp_cli_ep *ep, const struct rw_qp_id *remote, int tim
     rc = rw_tcp_connect(&ep->dom->local, &ra, timeout_ms, ep->io_timeout_ms, &fd);
     if (rc)
         return rc;
+    rw_tcp_pick_congestion(fd, ep->set_rails);
     rw_tcp_hello_encode(hello, &h);
     if (ep->dom->tls_client) {
         rc = rw_tcp_cli_tls_dial(ep->dom, fd, hello, sizeof(hello), !ep->lazy_verdict, &verdict,

@@ -124,6 +124,7 @@ int rw_tcp_srv_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
     ep->dom = d;
     ep->max_msg = d->base.max_msg;
     ep->io_timeout_ms = d->io_timeout_ms;
+    ep->set_rails = cfg->set_rails;
     ep->conn.fd = -1;
     for (i = 0; i < RW_TCP_MAX_PARKED; i++)
         ep->parked_fd[i] = -1;
@@ -200,7 +201,7 @@ static int attach_locked(struct rw_tcp_srv_ep *ep, int fd, struct rw_tls_conn *t
         return RAILWIRE_E_IO;
     }
     rw_tcp_tune(fd, ep->io_timeout_ms, 0);
-    rw_tcp_pick_congestion(fd);
+    rw_tcp_pick_congestion(fd, ep->set_rails);
     rw_tcp_conn_init(&ep->conn, ep, fd);
     ep->conn.tls = tls;
     if (rw_tcp_loop_add(&ep->conn, &rw_tcp_serve_ops)) {

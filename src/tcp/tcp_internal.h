@@ -170,6 +170,7 @@ struct rw_tcp_srv_ep {
     unsigned slot;
     uint32_t max_msg;
     int io_timeout_ms;
+    unsigned set_rails;             /* cfg->set_rails: the session's rails */
     struct rw_tcp_key *keys;        /* sorted by rkey */
     size_t n_keys;
     struct rw_tcp_sess *sess;       /* its session's share of the budget */
@@ -231,6 +232,7 @@ struct rw_tcp_cli_ep {
     int evfd;                       /* wait fd: signalled when a completion is queued */
     int lazy_verdict;               /* cfg->lazy_verdict */
     uint64_t busy_poll_ns;          /* the loop's spin window for this ep (cfg->busy_poll_us) */
+    unsigned set_rails;             /* cfg->set_rails: the railset's rails */
     int need_verdict;               /* the receiver reads the verdict first */
     struct rw_tcp_cli_link link;
     struct rw_tcp_cli_rxs rxs;

@@ -16,7 +16,6 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "tcp/tcp_addr.h"
-#include "tcp/tcp_cc.h"
 
 uint32_t rw_tcp_random32(int nonzero)
 {
@@ -145,7 +144,6 @@ int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_s
         if (err)
             goto refused;
     }
-    rw_tcp_pick_congestion(fd);
     *out = fd;
     return 0;
 

@@ -146,6 +146,10 @@ struct rw_ep_cfg {
      * outstanding, in microseconds (see common/busy_poll.h): 0 = default,
      * negative = none.  verbs ignores it (its waits are the railset's). */
     int busy_poll_us;
+    /* tcp: how many rails the ep's railset (client) or session (server)
+     * has, 0 = unknown (counted as 1); it picks the congestion control of a
+     * same-host rail (tcp_cc.h).  verbs ignores it. */
+    unsigned set_rails;
 };
 
 /* Generic part of an endpoint. */

@@ -38,7 +38,8 @@ static int open_rail(const struct rw_session_spec *sp, struct rw_session_out *ou
      * (a WIRE.md-only peer must see STATUS_OK), so each ep_connect waits
      * for the server's verdict on its rail and a session is only handed
      * out once every rail it needs is confirmed. */
-    struct rw_ep_cfg ec = {.depth = depth, .lazy_verdict = 0, .busy_poll_us = sp->busy_poll_us};
+    struct rw_ep_cfg ec = {.depth = depth, .lazy_verdict = 0, .busy_poll_us = sp->busy_poll_us,
+                           .set_rails = sp->n_rails};
     rc = sp->ops->ep_create(out->dom[i], &ec, &out->ep[i]);
     if (rc < 0) {
         rw_err("connect: rail %u (%s): cannot create an endpoint (%s)", i, out->dom[i]->name,

@@ -113,7 +113,8 @@ static int create_eps(struct rw_conn *c)
                                 .advertise = &c->local,
                                 /* the session's rails share one slice of the
                                  * tcp queue budget */
-                                .same_session = i ? c->eps[0] : NULL};
+                                .same_session = i ? c->eps[0] : NULL,
+                                .set_rails = c->n};
         int rc = srv->ops->ep_create(d->dom, &cfg, &c->eps[i]);
         if (rc < 0) {
             c->eps[i] = NULL;

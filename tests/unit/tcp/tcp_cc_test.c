@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The congestion control of rail sockets (src/tcp/tcp_cc.c): which
  * connections count as same-host, the "auto" rule (a same-host socket
- * under a BBR moves to cubic or reno, any other keeps its algorithm),
+ * under a BBR, of a railset of at most as many rails as CPUs, moves to
+ * cubic or reno; any other keeps its algorithm),
  * RAILWIRE_TCP_CONGESTION=system and =NAME, and both ends of a real rail
  * getting the choice.  Criterion runs each test in its own process, so each
  * test's environment is read afresh. */
@@ -99,9 +100,27 @@ Test(tcp_cc, auto_moves_a_same_host_bbr_socket_off_bbr)
 
     unsetenv("RAILWIRE_TCP_CONGESTION");
     bbr_pair(&c, &s);
-    rw_tcp_pick_congestion(c);
+    rw_tcp_pick_congestion(c, 1);
     cc_of(c, cc, sizeof(cc));
     cr_assert(!strcmp(cc, "cubic") || !strcmp(cc, "reno"), "a loopback BBR socket now runs %s", cc);
+    close(c);
+    close(s);
+}
+
+Test(tcp_cc, auto_keeps_bbr_when_the_railset_has_more_rails_than_cpus)
+{
+    int c, s;
+    char cc[16];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    unsetenv("RAILWIRE_TCP_CONGESTION");
+    bbr_pair(&c, &s);
+    rw_tcp_pick_congestion(c, (unsigned)(cpus > 0 ? cpus : 1) + 1);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "bbr", "a railset of more rails than CPUs keeps BBR");
+    rw_tcp_pick_congestion(c, (unsigned)(cpus > 0 ? cpus : 1));
+    cc_of(c, cc, sizeof(cc));
+    cr_assert(!strcmp(cc, "cubic") || !strcmp(cc, "reno"), "as many rails as CPUs: %s", cc);
     close(c);
     close(s);
 }
@@ -114,7 +133,7 @@ Test(tcp_cc, auto_leaves_other_algorithms_alone)
     setenv("RAILWIRE_TCP_CONGESTION", "auto", 1);
     loopback_pair(&c, &s);
     cr_assert_eq(try_cc(c, "reno"), 0);
-    rw_tcp_pick_congestion(c);
+    rw_tcp_pick_congestion(c, 1);
     cc_of(c, cc, sizeof(cc));
     cr_assert_str_eq(cc, "reno");
     close(c);
@@ -128,7 +147,7 @@ Test(tcp_cc, system_keeps_bbr)
 
     setenv("RAILWIRE_TCP_CONGESTION", "system", 1);
     bbr_pair(&c, &s);
-    rw_tcp_pick_congestion(c);
+    rw_tcp_pick_congestion(c, 1);
     cc_of(c, cc, sizeof(cc));
     cr_assert_str_eq(cc, "bbr");
     close(c);
@@ -143,7 +162,7 @@ Test(tcp_cc, a_refused_name_keeps_the_socket_as_it_was)
     setenv("RAILWIRE_TCP_CONGESTION", "no-such-cc", 1);
     loopback_pair(&c, &s);
     cc_of(c, before, sizeof(before));
-    rw_tcp_pick_congestion(c);
+    rw_tcp_pick_congestion(c, 1);
     cc_of(c, after, sizeof(after));
     cr_assert_str_eq(after, before);
     close(c);
