@@ -24,7 +24,8 @@
  *
  * --cc picks the sockets' congestion control as railwire's rails do
  * (src/tcp/tcp_cc.h): "auto" (default) moves a socket under a BBR to cubic
- * or reno, "system" keeps the system's, NAME sets that algorithm.  The JSON
+ * or reno when there are at most as many connections as CPUs, "system"
+ * keeps the system's, NAME sets that algorithm.  The JSON
  * says which one ran ("cc"). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -108,9 +109,11 @@ static int recv_all(int fd, void *p, size_t n)
 }
 
 /* --cc: "auto" (as railwire's rails: a loopback socket under a BBR moves to
- * cubic, or reno), "system", or an algorithm's name. */
+ * cubic, or reno, when the run has at most as many connections as CPUs),
+ * "system", or an algorithm's name. */
 static const char *rr_cc = "auto";
 static char rr_cc_used[16];
+static unsigned rr_conns = 1; /* connections of this run (-n), as a railset's rails */
 
 static void pick_cc(int fd)
 {
@@ -120,7 +123,8 @@ static void pick_cc(int fd)
     if (strcmp(rr_cc, "auto") && strcmp(rr_cc, "system") &&
         setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, rr_cc, (socklen_t)strlen(rr_cc)))
         fail("setsockopt(TCP_CONGESTION)");
-    if (!strcmp(rr_cc, "auto") && !getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) &&
+    if (!strcmp(rr_cc, "auto") && rr_conns <= (unsigned)sysconf(_SC_NPROCESSORS_ONLN) &&
+        !getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) &&
         !strncmp(cur, "bbr", 3) &&
         setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5) &&
         setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4))
@@ -401,6 +405,7 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    rr_conns = cfg.stream ? cfg.streams : 1;
     if (cfg.stream)
         run_stream(&cfg);
     else
