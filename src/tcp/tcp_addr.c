@@ -98,8 +98,10 @@ void rw_tcp_addr_set_port(struct sockaddr_storage *ss, uint16_t port)
 int rw_tcp_addr_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
     uint8_t ga[16], gb[16];
-    if (a->ss_family != b->ss_family)
+    if ((a->ss_family != AF_INET && a->ss_family != AF_INET6) ||
+        (b->ss_family != AF_INET && b->ss_family != AF_INET6))
         return 0;
+    /* Compared as GIDs, so 10.0.0.1 and ::ffff:10.0.0.1 are the same IP. */
     rw_tcp_addr_to_gid(a, ga);
     rw_tcp_addr_to_gid(b, gb);
     return !memcmp(ga, gb, sizeof(ga));

@@ -27,7 +27,8 @@ uint16_t rw_tcp_addr_port(const struct sockaddr_storage *ss);
 /* Sets the port of *ss (host order). */
 void rw_tcp_addr_set_port(struct sockaddr_storage *ss, uint16_t port);
 
-/* Returns 1 if both addresses have the same family and IP (ports ignored). */
+/* Returns 1 if both addresses are IP addresses with the same IP (ports
+ * ignored; an IPv4 address equals its IPv4-mapped IPv6 form), 0 otherwise. */
 int rw_tcp_addr_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 
 /* Writes the GID of *ss: IPv4-mapped for AF_INET, the address for AF_INET6,

@@ -7,8 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/log.h"
 #include "tcp/tcp_addr.h"
 
@@ -54,23 +54,7 @@ static int is_loopback(const struct sockaddr_storage *ss)
 
 int rw_tcp_same_host(const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
 {
-    uint8_t a[16], b[16];
-
-    if (is_loopback(peer))
-        return 1;
-    if ((local->ss_family != AF_INET && local->ss_family != AF_INET6) ||
-        (peer->ss_family != AF_INET && peer->ss_family != AF_INET6))
-        return 0;
-    /* Compared as GIDs, so 10.0.0.1 and ::ffff:10.0.0.1 are the same IP. */
-    rw_tcp_addr_to_gid(local, a);
-    rw_tcp_addr_to_gid(peer, b);
-    return !memcmp(a, b, sizeof(a));
-}
-
-static unsigned online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (unsigned)n;
+    return is_loopback(peer) || rw_tcp_addr_same_ip(local, peer);
 }
 
 static int set_cc(int fd, const char *name)
@@ -96,7 +80,7 @@ void rw_tcp_pick_congestion(int fd, unsigned set_rails)
                        "pick)", cc_name, strerror(errno));
         return;
     }
-    if ((set_rails ? set_rails : 1) > online_cpus())
+    if ((set_rails ? set_rails : 1) > rw_cpus_usable())
         return;
     n = sizeof(cur) - 1;
     if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) < 0 || strncmp(cur, "bbr", 3))

@@ -6,7 +6,8 @@
  * few segments, and one connection of 1 MiB transfers moved half of what
  * the same socket moves under cubic or reno (docs/tcp-transport.md).  So a
  * same-host rail whose algorithm is a BBR, of a railset (or session) of at
- * most as many rails as the host has CPUs, is switched to cubic, or to reno
+ * most as many rails as the process may use CPUs (rw_cpus_usable, the count
+ * that sizes the client's event loops), is switched to cubic, or to reno
  * where cubic is not permitted.  With more rails than CPUs each connection
  * carries a small share and BBR's cap no longer binds, while cubic's
  * unpaced sends measured about half as fast on many loopback connections

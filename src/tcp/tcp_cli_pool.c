@@ -4,11 +4,10 @@
  * and stopped when the last one detaches, and what a fork() does to them
  * (the child has none of the loop threads).  One loop is tcp_cli_loop.c. */
 #include <errno.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/log.h"
 #include "tcp/tcp_cli_io.h"
 #include "tcp/tcp_cli_loop.h"
@@ -107,18 +106,11 @@ static void fork_setup(void)
 
 static unsigned max_loops(void)
 {
-    unsigned want = pool_want;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
+    unsigned want = pool_want, n = rw_cpus_usable();
 
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0 &&
-        CPU_COUNT(&set) < n)
-        n = CPU_COUNT(&set);
-    if (n < 1)
-        n = 1;
-    if (n > (long)RW_TCP_CLI_LOOPS_MAX)
+    if (n > RW_TCP_CLI_LOOPS_MAX)
         n = RW_TCP_CLI_LOOPS_MAX;
-    return want && want < (unsigned)n ? want : (unsigned)n;
+    return want && want < n ? want : n;
 }
 
 void rw_tcp_cli_pool_configure(unsigned n)

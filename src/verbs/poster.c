@@ -6,13 +6,13 @@
  * CPU.  Here client eps hand their WRs to a pool of poster threads shared by
  * every ep of the process, so the rails' protocol work runs on several CPUs.
  *
- * The pool grows to one thread per poster-mode ep up to a cap, the online
- * CPUs (RAILWIRE_VERBS_POST_THREADS overrides it), as the tcp client's event
- * loops do: more threads than CPUs would only take turns.  Past the cap a new
- * ep joins the thread serving the fewest eps.  A thread serves its eps in
- * turn, posting what one ep has queued (at most its ring) before moving to
- * the next, so a busy ep delays the others on its thread by at most one
- * ring's posting.  A thread stops when its last ep leaves.
+ * The pool grows to one thread per poster-mode ep up to a cap, the CPUs the
+ * process may run on (RAILWIRE_VERBS_POST_THREADS overrides it), as the tcp
+ * client's event loops do: more threads than CPUs would only take turns.
+ * Past the cap a new ep joins the thread serving the fewest eps.  A thread
+ * serves its eps in turn, posting what one ep has queued (at most its ring)
+ * before moving to the next, so a busy ep delays the others on its thread by
+ * at most one ring's posting.  A thread stops when its last ep leaves.
  *
  * Hardware NICs take a doorbell write and do not use this mode (an extra
  * thread hop would only add latency); RAILWIRE_VERBS_POST_THREAD=0|1
@@ -23,8 +23,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/log.h"
 #include "verbs/status.h"
 #include "verbs/verbs_int.h"
@@ -137,14 +137,11 @@ static void *poster_main(void *arg)
 }
 
 /* The most poster threads: RAILWIRE_VERBS_POST_THREADS (checked at domain
- * open), else the online CPUs. */
+ * open), else the CPUs the process may run on, as for the tcp client's
+ * loops. */
 static unsigned threads_cap(const struct rw_vep *ve)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-    if (ve->dom->post_threads)
-        return ve->dom->post_threads;
-    return n < 1 ? 1 : (unsigned)n;
+    return ve->dom->post_threads ? ve->dom->post_threads : rw_cpus_usable();
 }
 
 static void poster_free(struct rw_vposter *pt)

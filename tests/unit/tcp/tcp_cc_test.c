@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "tcp/tcp_addr.h"
 #include "tcp/tcp_cc.h"
 #include "tcp_fixture.h"
@@ -111,14 +112,14 @@ Test(tcp_cc, auto_keeps_bbr_when_the_railset_has_more_rails_than_cpus)
 {
     int c, s;
     char cc[16];
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned cpus = rw_cpus_usable();
 
     unsetenv("RAILWIRE_TCP_CONGESTION");
     bbr_pair(&c, &s);
-    rw_tcp_pick_congestion(c, (unsigned)(cpus > 0 ? cpus : 1) + 1);
+    rw_tcp_pick_congestion(c, cpus + 1);
     cc_of(c, cc, sizeof(cc));
     cr_assert_str_eq(cc, "bbr", "a railset of more rails than CPUs keeps BBR");
-    rw_tcp_pick_congestion(c, (unsigned)(cpus > 0 ? cpus : 1));
+    rw_tcp_pick_congestion(c, cpus);
     cc_of(c, cc, sizeof(cc));
     cr_assert(!strcmp(cc, "cubic") || !strcmp(cc, "reno"), "as many rails as CPUs: %s", cc);
     close(c);
