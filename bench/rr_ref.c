@@ -28,6 +28,7 @@
  * keeps the system's, NAME sets that algorithm.  The JSON
  * says which one ran ("cc"). */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -72,6 +73,14 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleeps s seconds (to the end, across signals). */
+static void sleep_s(double s)
+{
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
 }
 
 static void fail(const char *what)
@@ -325,16 +334,12 @@ static void run_stream(const struct rr_cfg *cfg)
             pthread_create(&st[i].rx, NULL, stream_receiver, &st[i]))
             fail("pthread_create");
     }
-    struct timespec warm = {.tv_sec = (time_t)(cfg->seconds / 10),
-                            .tv_nsec = (long)((cfg->seconds / 10 - (double)(time_t)(cfg->seconds / 10)) * 1e9)};
-    nanosleep(&warm, NULL);
+    sleep_s(cfg->seconds / 10); /* warm-up */
     unsigned long long r0, r1;
     double cpu0, cpu1;
     double t0 = now_s();
     stream_sample(st, n, &r0, &cpu0);
-    struct timespec run = {.tv_sec = (time_t)cfg->seconds,
-                           .tv_nsec = (long)((cfg->seconds - (double)(time_t)cfg->seconds) * 1e9)};
-    nanosleep(&run, NULL);
+    sleep_s(cfg->seconds);
     stream_sample(st, n, &r1, &cpu1);
     double dt = now_s() - t0;
     for (unsigned i = 0; i < n; i++)
