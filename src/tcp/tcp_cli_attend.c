@@ -26,10 +26,18 @@
 #include "tcp/tcp_cli_io.h"
 #include "tcp/tcp_cli_loop.h"
 
-/* The caller attends to a rail only while at most this many answers are
- * awaited, each small: deeper queues keep the loop busy anyway, and a
- * caller must never read a large payload while it holds the railset. */
+/* The caller attends to a rail only while few answers are awaited and no
+ * READ among them is large (a caller must never read a large payload
+ * while it holds the railset): up to ATTEND_MAX_OUT of any WRITE size, or
+ * up to ATTEND_MAX_OUT_SMALL when every entry, READ or WRITE, is small.
+ * The second tier is the small-transfer queue an engine keeps (4 KiB at
+ * depth 8): there the loop's hand-off to the waiting caller cost a third
+ * of the rate (75k against 117k READs/s, one rail, docs/benchmarks.md);
+ * large WRITEs stay with the loop, which sends while the caller sleeps
+ * (2 rails of 64 KiB WRITEs at depth 8 lost a quarter when attended).
+ * Deeper queues keep the loop busy anyway and batch their answers. */
 #define ATTEND_MAX_OUT 2u
+#define ATTEND_MAX_OUT_SMALL 8u
 #define ATTEND_SMALL (16u * 1024)
 /* ... and only while the process has at most this many client rails: a
  * caller that read dozens of rails itself would do alone what the loops
@@ -66,14 +74,14 @@ static int want_attend_locked(const struct rw_tcp_cli_ep *ep)
 {
     uint64_t out = ep->posted - ep->answered;
 
-    if (ep->tls || ep->state != RW_TCP_CLI_UP || ep->fd < 0 || out > ATTEND_MAX_OUT ||
+    if (ep->tls || ep->state != RW_TCP_CLI_UP || ep->fd < 0 || out > ATTEND_MAX_OUT_SMALL ||
         rw_tcp_cli_pool_eps() > ATTEND_MAX_EPS)
         return 0;
     if (!out)
         return ep->attend;
     for (uint64_t i = ep->answered; i < ep->posted; i++) {
         const struct rw_wr *w = &ep->ring[i & ep->mask].wr;
-        if (w->opcode == RW_OP_READ && w->length > ATTEND_SMALL)
+        if (w->length > ATTEND_SMALL && (w->opcode == RW_OP_READ || out > ATTEND_MAX_OUT))
             return 0;
     }
     return 1;

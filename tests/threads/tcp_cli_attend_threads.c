@@ -5,7 +5,7 @@
  *   build/tests/threads/tcp_cli_attend_threads [rounds]
  *
  * Each round: one client rail (so the caller may attend it), one thread
- * posting small READs and WRITEs at depth 1 and 2 and waiting the way the
+ * posting small READs and WRITEs at depth 1, 2 and 8 and waiting the way the
  * railset does (ep_arm, ep_poll, poll on the wait fd, ep_poll), a second
  * thread posting large READs on the same rail now and then (the caller
  * hands the input back to the loop, then takes it again), and, in odd
@@ -78,8 +78,9 @@ static void *small_work(void *arg)
     int round = *(int *)arg, killed = 0;
 
     for (int it = 0; it < ITERS && !killed; it++) {
-        int depth = 1 + it % 2, bad = 0, n;
-        struct rw_wr wr[2];
+        static const int depths[] = {1, 2, 8};
+        int depth = depths[it % 3], bad = 0, n;
+        struct rw_wr wr[8];
         for (int k = 0; k < depth; k++) {
             size_t off = (size_t)k * 4 * KIB;
             wr[k] = (struct rw_wr){.wr_id = (uint64_t)k,
