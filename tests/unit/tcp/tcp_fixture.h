@@ -59,7 +59,7 @@ struct fake_srv {
     struct rw_qp_id id;       /* what a client must connect to */
     uint8_t verdict;
     _Atomic int started;      /* set once the hello was answered */
-    unsigned long long drained;
+    _Atomic unsigned long long drained; /* bytes read after the hello */
     void *thread;
 };
 void fake_start(struct fake_srv *f, uint8_t verdict);
