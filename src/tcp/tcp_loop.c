@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/busy_poll.h"
+#include "common/cpus.h"
 #include "common/log.h"
 #include "common/time.h"
 
@@ -333,14 +334,11 @@ void rw_tcp_pool_configure(unsigned n)
 
 static unsigned pool_size(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned want = atomic_load(&pool_want);
+    unsigned n = rw_cpus_usable(), want = atomic_load(&pool_want);
 
     if (want)
         return want;
-    if (n < 1)
-        n = 1;
-    return n > RW_TCP_LOOPS_MAX ? RW_TCP_LOOPS_MAX : (unsigned)n;
+    return n > RW_TCP_LOOPS_MAX ? RW_TCP_LOOPS_MAX : n;
 }
 
 static void stop_loops(unsigned n)

@@ -46,7 +46,8 @@ int rw_tcp_pool_acquire(void);
  * connection may be left: every server ep is destroyed first). */
 void rw_tcp_pool_release(void);
 /* Sets how many loop threads the pool starts with next time it starts
- * (1..64; 0 = min(cores, RW_TCP_LOOPS_MAX)).  For tests and benchmarks. */
+ * (1..64; 0 = min(the CPUs this process may run on, rw_cpus_usable, and
+ * RW_TCP_LOOPS_MAX)).  For tests and benchmarks. */
 void rw_tcp_pool_configure(unsigned n);
 /* Sets the loops' spin window after served work (rw_domain_cfg.busy_poll_us:
  * 0 = default, negative = none); takes effect at once. */

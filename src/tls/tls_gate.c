@@ -3,19 +3,19 @@
 
 #include <errno.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <railwire/error.h>
 
+#include "common/cpus.h"
 #include "common/time.h"
 
 unsigned rw_tls_gate_default(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = rw_cpus_usable();
 
     if (n < 2)
         n = 2;
-    return (unsigned)(2 * n);
+    return 2 * n;
 }
 
 int rw_tls_gate_init(struct rw_tls_gate *g, unsigned max)

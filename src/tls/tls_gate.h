@@ -17,7 +17,8 @@ struct rw_tls_gate {
     uint64_t entered, full; /* entries, and refusals/waits that found it full */
 };
 
-/* Default bound: twice the online CPUs, at least 4. */
+/* Default bound: twice the CPUs this process may run on (rw_cpus_usable),
+ * at least 4. */
 unsigned rw_tls_gate_default(void);
 
 /* max 0 = rw_tls_gate_default().  Returns 0 or RAILWIRE_E_SYSTEM. */
