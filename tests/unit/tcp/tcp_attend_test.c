@@ -5,52 +5,21 @@
  * event loop (ep_arm returns 0).  A fake server that never answers keeps
  * every posted request outstanding, so each case is one fixed queue. */
 #include <criterion/criterion.h>
-#include <stdlib.h>
 
 #include "tcp/tcp_internal.h"
 #include "tcp_fixture.h"
 
 #define KIB 1024u
 
-struct queue {
-    struct fake_srv f;
-    struct rw_domain *cdom;
-    struct rw_ep *cep;
-    uint8_t *buf;
-    struct rw_mr *lmr;
-};
-
-static void queue_open(struct queue *q)
-{
-    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1", .io_timeout_ms = 60000};
-    struct rw_ep_cfg ecfg = {.depth = 32};
-
-    q->buf = calloc(1, 1024 * KIB);
-    cr_assert_not_null(q->buf);
-    fake_start(&q->f, RW_TCP_VERDICT_OK);
-    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &q->cdom), 0);
-    cr_assert_eq(rw_tcp_ops.ep_create(q->cdom, &ecfg, &q->cep), 0);
-    cr_assert_eq(rw_tcp_ops.ep_connect(q->cep, &q->f.id, 5000), 0);
-    cr_assert_eq(rw_tcp_ops.mr_reg(q->cdom, q->buf, 1024 * KIB, RW_ACCESS_LOCAL, &q->lmr), 0);
-}
-
-static void queue_close(struct queue *q)
-{
-    rw_tcp_ops.ep_destroy(q->cep);
-    rw_tcp_ops.mr_dereg(q->lmr);
-    rw_tcp_ops.domain_close(q->cdom);
-    fake_close(&q->f);
-    free(q->buf);
-}
-
 /* Posts n transfers of len bytes (READs, or WRITEs if write) on a fresh
  * rail whose server never answers; returns what ep_arm says then. */
 static int arm_with_queue(int write, unsigned n, size_t len)
 {
-    struct queue q;
+    struct rw_ep_cfg cfg = {.depth = 32};
+    struct t_silent q;
     int rc;
 
-    queue_open(&q);
+    t_silent_open(&q, &cfg, 1024 * KIB);
     cr_assert_eq(rw_tcp_ops.ep_arm(q.cep), 0, "nothing awaited: the loop keeps the input");
     for (unsigned i = 0; i < n; i++) {
         struct rw_wr wr = {.wr_id = i, .opcode = write ? RW_OP_WRITE : RW_OP_READ,
@@ -60,7 +29,7 @@ static int arm_with_queue(int write, unsigned n, size_t len)
     }
     rc = rw_tcp_ops.ep_arm(q.cep);
     cr_assert_geq(rc, 0);
-    queue_close(&q);
+    t_silent_close(&q);
     return rc;
 }
 

@@ -213,6 +213,29 @@ void fake_close(struct fake_srv *f)
     close(f->lfd);
 }
 
+void t_silent_open(struct t_silent *s, const struct rw_ep_cfg *cfg, size_t buf_len)
+{
+    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1", .io_timeout_ms = 60000};
+
+    s->buf = calloc(1, buf_len);
+    cr_assert_not_null(s->buf);
+    fake_start(&s->f, RW_TCP_VERDICT_OK);
+    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &s->cdom), 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(s->cdom, cfg, &s->cep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_connect(s->cep, &s->f.id, 5000), 0);
+    cr_assert_eq(rw_tcp_ops.mr_reg(s->cdom, s->buf, buf_len, RW_ACCESS_LOCAL, &s->lmr), 0);
+    cr_assert(fake_wait_attached(&s->f, 5000), "the fake server answered the hello");
+}
+
+void t_silent_close(struct t_silent *s)
+{
+    rw_tcp_ops.ep_destroy(s->cep);
+    rw_tcp_ops.mr_dereg(s->lmr);
+    rw_tcp_ops.domain_close(s->cdom);
+    fake_close(&s->f);
+    free(s->buf);
+}
+
 struct rw_qp_id t_loopback_id(uint16_t port, uint32_t slot, uint32_t psn)
 {
     struct rw_qp_id id = {.qpn = slot << 16 | port, .psn = psn};

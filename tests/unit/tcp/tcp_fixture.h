@@ -68,6 +68,21 @@ int fake_wait_attached(struct fake_srv *f, int timeout_ms);
 /* Closes the fake server's connection (the client sees EOF) and stops it. */
 void fake_close(struct fake_srv *f);
 
+/* A client ep connected to a fake server that reads and never answers, with
+ * a registered local buffer: every request posted stays outstanding. */
+struct t_silent {
+    struct fake_srv f;
+    struct rw_domain *cdom;
+    struct rw_ep *cep;
+    uint8_t *buf;             /* buf_len bytes, zeroed, registered local */
+    struct rw_mr *lmr;
+};
+/* Starts the fake server, opens a client domain and an ep of cfg, connects
+ * it and waits until the server answered its hello.  Asserts. */
+void t_silent_open(struct t_silent *s, const struct rw_ep_cfg *cfg, size_t buf_len);
+/* Destroys what t_silent_open created and stops the fake server. */
+void t_silent_close(struct t_silent *s);
+
 /* Builds a remote identity for 127.0.0.1:port (qpn = port). */
 struct rw_qp_id t_loopback_id(uint16_t port, uint32_t slot, uint32_t psn);
 

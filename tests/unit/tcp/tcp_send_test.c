@@ -18,38 +18,18 @@
 #define KIB 1024u
 #define BUF (4096u * KIB)
 
+/* A silent rail and the bytes its server must have read. */
 struct quiet {
-    struct fake_srv f;
-    struct rw_domain *cdom;
-    struct rw_ep *cep;
-    uint8_t *buf;
-    struct rw_mr *lmr;
-    unsigned long long expect; /* bytes the server must have read */
+    struct t_silent s;
+    unsigned long long expect;
 };
 
 static void quiet_open(struct quiet *q, unsigned depth)
 {
-    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1", .io_timeout_ms = 60000};
-    struct rw_ep_cfg ecfg = {.depth = depth};
+    struct rw_ep_cfg cfg = {.depth = depth};
 
-    q->buf = calloc(1, BUF);
+    t_silent_open(&q->s, &cfg, BUF);
     q->expect = 0;
-    cr_assert_not_null(q->buf);
-    fake_start(&q->f, RW_TCP_VERDICT_OK);
-    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &q->cdom), 0);
-    cr_assert_eq(rw_tcp_ops.ep_create(q->cdom, &ecfg, &q->cep), 0);
-    cr_assert_eq(rw_tcp_ops.ep_connect(q->cep, &q->f.id, 5000), 0);
-    cr_assert_eq(rw_tcp_ops.mr_reg(q->cdom, q->buf, BUF, RW_ACCESS_LOCAL, &q->lmr), 0);
-    cr_assert(fake_wait_attached(&q->f, 5000));
-}
-
-static void quiet_close(struct quiet *q)
-{
-    rw_tcp_ops.ep_destroy(q->cep);
-    rw_tcp_ops.mr_dereg(q->lmr);
-    rw_tcp_ops.domain_close(q->cdom);
-    fake_close(&q->f);
-    free(q->buf);
 }
 
 /* Posts n transfers of len bytes, one post call each. */
@@ -57,9 +37,9 @@ static void post(struct quiet *q, int write, unsigned n, size_t len)
 {
     for (unsigned i = 0; i < n; i++) {
         struct rw_wr wr = {.wr_id = i, .opcode = write ? RW_OP_WRITE : RW_OP_READ,
-                           .local = q->buf, .mr = q->lmr, .length = len,
+                           .local = q->s.buf, .mr = q->s.lmr, .length = len,
                            .remote_addr = 4096 * (uint64_t)i, .rkey = 1};
-        cr_assert_eq(rw_tcp_ops.ep_post(q->cep, &wr, 1), 1);
+        cr_assert_eq(rw_tcp_ops.ep_post(q->s.cep, &wr, 1), 1);
         q->expect += RW_TCP_REQ_SIZE + (write ? len : 0);
     }
 }
@@ -69,11 +49,11 @@ static void post(struct quiet *q, int write, unsigned n, size_t len)
 static unsigned long long wait_sent(struct quiet *q, int timeout_ms)
 {
     int64_t deadline = rw_now_ms() + timeout_ms;
-    while (atomic_load(&q->f.drained) < q->expect && rw_ms_left(deadline) > 0) {
+    while (atomic_load(&q->s.f.drained) < q->expect && rw_ms_left(deadline) > 0) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
-    return atomic_load(&q->f.drained);
+    return atomic_load(&q->s.f.drained);
 }
 
 /* The loop sleeps (nothing to do for longer than its spin). */
@@ -90,7 +70,7 @@ Test(tcp_send, a_small_post_reaches_the_server_from_an_idle_rail)
     quiet_open(&q, 32);
     post(&q, 0, 1, 4 * KIB);
     cr_assert_eq(wait_sent(&q, 10000), q.expect);
-    quiet_close(&q);
+    t_silent_close(&q.s);
 }
 
 Test(tcp_send, a_post_deferred_behind_due_answers_is_sent_though_none_comes)
@@ -105,7 +85,7 @@ Test(tcp_send, a_post_deferred_behind_due_answers_is_sent_though_none_comes)
      * later post would kick the loop, which sends both). */
     post(&q, 0, 1, 4 * KIB);
     cr_assert_eq(wait_sent(&q, 10000), q.expect, "the loop's timer sends what was deferred");
-    quiet_close(&q);
+    t_silent_close(&q.s);
 }
 
 Test(tcp_send, a_large_write_is_sent_whole_by_the_loop)
@@ -116,7 +96,7 @@ Test(tcp_send, a_large_write_is_sent_whole_by_the_loop)
     post(&q, 1, 1, RW_TCP_INLINE_MAX + 1);
     post(&q, 1, 2, 1024 * KIB);
     cr_assert_eq(wait_sent(&q, 20000), q.expect);
-    quiet_close(&q);
+    t_silent_close(&q.s);
 }
 
 Test(tcp_send, every_path_mixed_sends_each_request_once)
@@ -136,5 +116,5 @@ Test(tcp_send, every_path_mixed_sends_each_request_once)
             let_the_loop_sleep();
     }
     cr_assert_eq(wait_sent(&q, 30000), q.expect);
-    quiet_close(&q);
+    t_silent_close(&q.s);
 }

@@ -78,43 +78,22 @@ static uint64_t loops_cpu_ns(unsigned *n_loops)
     return sum;
 }
 
-/* A client ep of window `us` connected to a fake server that never answers. */
-struct silent {
-    struct fake_srv f;
-    struct rw_domain *cdom;
-    struct rw_ep *cep;
-    uint8_t buf[4096];
-    struct rw_mr *lmr;
-};
-
 static struct rw_tcp_cli_ep *cli_of(struct rw_ep *ep)
 {
     return rw_container_of(ep, struct rw_tcp_cli_ep, base);
 }
 
-static void silent_open(struct silent *s, int us)
+/* A client ep of window `us` connected to a fake server that never answers. */
+static void silent_open(struct t_silent *s, int us)
 {
-    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1", .io_timeout_ms = 60000};
     struct rw_ep_cfg ecfg = {.depth = 16, .busy_poll_us = us};
 
-    fake_start(&s->f, RW_TCP_VERDICT_OK);
-    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &s->cdom), 0);
-    cr_assert_eq(rw_tcp_ops.ep_create(s->cdom, &ecfg, &s->cep), 0);
-    cr_assert_eq(rw_tcp_ops.ep_connect(s->cep, &s->f.id, 5000), 0);
-    cr_assert_eq(rw_tcp_ops.mr_reg(s->cdom, s->buf, sizeof(s->buf), RW_ACCESS_LOCAL, &s->lmr), 0);
-}
-
-static void silent_close(struct silent *s)
-{
-    rw_tcp_ops.ep_destroy(s->cep);
-    rw_tcp_ops.mr_dereg(s->lmr);
-    rw_tcp_ops.domain_close(s->cdom);
-    fake_close(&s->f);
+    t_silent_open(s, &ecfg, 4096);
 }
 
 Test(busy_poll, an_idle_rail_never_spins)
 {
-    static struct silent s;
+    static struct t_silent s;
     silent_open(&s, 1000000); /* a one-second window: it must not open at all */
     pthread_t rx = rw_tcp_cli_loop_thread(cli_of(s.cep));
     sleep_ms(50);
@@ -124,12 +103,12 @@ Test(busy_poll, an_idle_rail_never_spins)
     cr_assert_lt(used, SLEEPING_MAX_NS,
                  "the receive thread of a rail with nothing outstanding took %llu ms of CPU in "
                  "%d ms", (unsigned long long)(used / 1000000), IDLE_MS);
-    silent_close(&s);
+    t_silent_close(&s);
 }
 
 Test(busy_poll, a_silent_server_gets_one_window_then_the_receiver_sleeps)
 {
-    static struct silent s;
+    static struct t_silent s;
     silent_open(&s, WINDOW_US);
     pthread_t rx = rw_tcp_cli_loop_thread(cli_of(s.cep));
     struct rw_wr wr = {.wr_id = 1, .opcode = RW_OP_READ, .local = s.buf, .mr = s.lmr,
@@ -145,7 +124,7 @@ Test(busy_poll, a_silent_server_gets_one_window_then_the_receiver_sleeps)
                  WINDOW_US / 1000);
     struct rw_wc wc;
     cr_assert_eq(rw_tcp_ops.ep_poll(s.cep, &wc, 1), 0, "the READ is still outstanding");
-    silent_close(&s);
+    t_silent_close(&s);
 }
 
 /* Transfers complete with the spin off and with a long one (the default's
