@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "common/time.h"
 #include "tcp/tcp_cli_io.h"
@@ -28,7 +29,7 @@
  * staged for the answers after it.  *small is set when an answer is awaited
  * and the oldest one is small (no payload, or one of at most RX_SMALL): the
  * loop spins only for those. */
-static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
+static size_t rx_want_from(struct rw_tcp_cli_ep *ep, uint64_t skip, int *small)
 {
     size_t want = 0;
     uint64_t i, end;
@@ -40,7 +41,7 @@ static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
         const struct rw_wr *w = &ep->ring[ep->answered & ep->mask].wr;
         *small = w->opcode != RW_OP_READ || w->length <= RX_SMALL;
     }
-    for (i = ep->answered; i < end && want < RW_TCP_RX_STAGE; i++) {
+    for (i = ep->answered + skip; i < end && want < RW_TCP_RX_STAGE; i++) {
         const struct rw_wr *w = &ep->ring[i & ep->mask].wr;
         want += RW_TCP_RESP_SIZE;
         if (w->opcode == RW_OP_READ) {
@@ -50,7 +51,62 @@ static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
         }
     }
     pthread_mutex_unlock(&ep->lock);
-    return want;
+    return want > RW_TCP_RX_STAGE ? RW_TCP_RX_STAGE : want;
+}
+
+/* The bulk read for the answers from the oldest outstanding one on. */
+static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
+{
+    return rx_want_from(ep, 0, small);
+}
+
+/* rw_tcp_rx_recv, except on a socket known to be empty in this pass
+ * (rx->dry): that call could only fail with EAGAIN, so it fails so without
+ * a system call.  A short read of a plain socket marks it empty; its next
+ * byte brings a new edge to the loop's edge-triggered set (or keeps an
+ * attending caller's level-triggered wait fd readable), and the next pass
+ * (rw_tcp_cli_rx_run) asks the socket again.  TLS may hold decrypted bytes
+ * back, so only a plain socket is known dry.  The server's connections do
+ * the same (tcp_serve.c, recv_fresh). */
+static ssize_t rx_recv(struct rw_tcp_rx *rx, void *buf, size_t n)
+{
+    ssize_t k;
+
+    if (rx->dry) {
+        errno = EAGAIN;
+        return -1;
+    }
+    k = rw_tcp_rx_recv(rx, buf, n);
+    if (k > 0 && !rx->tls && (size_t)k < n)
+        rx->dry = 1;
+    return k;
+}
+
+/* The last `ask` bytes of a big READ payload (into r->dst) and, in the
+ * same call, the answers behind it (into the empty staging buffer, as much
+ * as rx_want_from allows): a plain socket then needs no second call to
+ * find the next header or to learn that none is there yet.  Returns as
+ * recv; bytes past `ask` are left staged. */
+static ssize_t rx_recv_tail(struct rw_tcp_cli_ep *ep, size_t ask)
+{
+    struct rw_tcp_rx *rx = ep->rxs.rx;
+    int small;
+    size_t next = rx_want_from(ep, 1, &small);
+    struct iovec iov[2] = {{ep->rxs.dst, ask}, {rx->buf, next}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = next ? 2 : 1};
+    ssize_t k;
+
+    if (rx->dry) {
+        errno = EAGAIN;
+        return -1;
+    }
+    k = recvmsg(rx->fd, &mh, MSG_DONTWAIT);
+    if (k <= 0)
+        return k;
+    rx->off = 0;
+    rx->len = (size_t)k > ask ? (size_t)k - ask : 0;
+    rx->dry = (size_t)k < ask + next;
+    return k;
 }
 
 /* Makes n bytes available at rx->buf + rx->off without blocking, asking
@@ -72,7 +128,7 @@ static int rx_fill(struct rw_tcp_rx *rx, size_t n, size_t want, size_t *got)
     rx->off = 0;
     rx->len = a;
     while (rw_tcp_rx_avail(rx) < n) {
-        ssize_t k = rw_tcp_rx_recv(rx, rx->buf + rx->len, want - rx->len);
+        ssize_t k = rx_recv(rx, rx->buf + rx->len, want - rx->len);
         if (k > 0) {
             rx->len += (size_t)k;
             *got += (size_t)k;
@@ -112,10 +168,14 @@ static int rx_payload(struct rw_tcp_cli_ep *ep, size_t *got, const char **what)
 
     while (r->left) {
         size_t ask = r->left > RX_QUANTUM ? RX_QUANTUM : (size_t)r->left;
-        ssize_t k = rw_tcp_rx_recv(r->rx, r->dst, ask);
+        /* The payload's end, on a plain socket with nothing staged (always
+         * so here: rx_header consumed the staged part): with what follows. */
+        int tail = ask == r->left && !r->rx->tls && rw_tcp_rx_avail(r->rx) == 0;
+        ssize_t k = tail ? rx_recv_tail(ep, ask) : rx_recv(r->rx, r->dst, ask);
         if (k > 0) {
-            r->dst += k;
-            r->left -= (uint64_t)k;
+            size_t pay = (size_t)k < ask ? (size_t)k : ask;
+            r->dst += pay;
+            r->left -= (uint64_t)pay;
             *got += (size_t)k;
             if (*got >= RX_QUANTUM && r->left)
                 return 0; /* the caller sees the quantum used */
@@ -223,6 +283,7 @@ int rw_tcp_cli_rx_run(struct rw_tcp_cli_ep *ep, uint64_t *spin_ns)
     size_t got = 0;
     int rc = 0, small = 0;
 
+    ep->rxs.rx->dry = 0; /* a new pass asks the socket first */
     while (got < RX_QUANTUM) {
         if (ep->rx_owner == RW_TCP_RX_CALLER && rw_tcp_cli_rx_idle(ep))
             break; /* an attending caller stops at its last answer */

@@ -68,6 +68,9 @@ struct rw_tcp_rx {
     struct rw_tls_conn *tls;  /* not owned: the bytes come through TLS (NULL: plain) */
     size_t off;  /* first unread byte in buf */
     size_t len;  /* end of valid bytes in buf */
+    int dry;     /* a plain recv of this receive pass came back short: the
+                  * socket was empty then, so another recv of the pass could
+                  * only return EAGAIN (tcp_cli_rx.c, rx_recv) */
     uint8_t buf[RW_TCP_RX_STAGE];
 };
 

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/* A client rail's receiver (src/tcp/tcp_cli_rx.c) against answers that
+ * arrive in pieces.  A short read of a plain socket marks it empty for the
+ * rest of the receive pass (rx_recv, rx_recv_tail): the next piece must
+ * bring a new pass, through the loop's edge-triggered set or the waiting
+ * caller's wait fd, or the transfer would hang.  A scripted server sends
+ * each answer in pieces of a given size with a pause between them; every
+ * transfer must complete with the server's bytes. */
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tcp/tcp_internal.h"
+#include "tcp/tcp_proto.h"
+#include "tcp_fixture.h"
+
+#define KIB 1024u
+#define REMOTE_LEN (256u * KIB)
+
+/* The scripted server: answers every READ with the bytes of `mem` at the
+ * request's address, `piece` bytes per send with `pause_us` between. */
+struct dribbler {
+    int lfd, cfd;
+    uint16_t port;
+    struct rw_qp_id id;
+    size_t piece;
+    unsigned pause_us;
+    uint8_t mem[REMOTE_LEN];
+    pthread_t thread;
+};
+
+static int read_all(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = recv(fd, (uint8_t *)buf + got, n - got, 0);
+        if (k <= 0)
+            return -1;
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+static int send_in_pieces(struct dribbler *d, const uint8_t *buf, size_t n)
+{
+    for (size_t off = 0; off < n;) {
+        size_t k = n - off < d->piece ? n - off : d->piece;
+        struct timespec ts = {0, (long)d->pause_us * 1000L};
+        if (send(d->cfd, buf + off, k, MSG_NOSIGNAL) != (ssize_t)k)
+            return -1;
+        off += k;
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static void *dribbler_main(void *arg)
+{
+    struct dribbler *d = arg;
+    uint8_t hello[RW_TCP_HELLO_SIZE], req[RW_TCP_REQ_SIZE], verdict = RW_TCP_VERDICT_OK;
+    static uint8_t out[RW_TCP_RESP_SIZE + REMOTE_LEN];
+
+    d->cfd = accept(d->lfd, NULL, NULL);
+    if (d->cfd < 0 || read_all(d->cfd, hello, sizeof(hello)) ||
+        send(d->cfd, &verdict, 1, MSG_NOSIGNAL) != 1)
+        return NULL;
+    while (read_all(d->cfd, req, sizeof(req)) == 0) {
+        struct rw_tcp_req r;
+        struct rw_tcp_resp resp;
+        if (rw_tcp_req_decode(req, &r) != 0 || r.op != RW_TCP_OP_READ ||
+            r.remote_addr + r.length > REMOTE_LEN)
+            return NULL; /* the test asks for READs inside mem only */
+        resp = (struct rw_tcp_resp){.tag = r.tag, .status = RW_TCP_ST_OK, .length = r.length};
+        rw_tcp_resp_encode(out, &resp);
+        memcpy(out + RW_TCP_RESP_SIZE, d->mem + r.remote_addr, r.length);
+        if (send_in_pieces(d, out, RW_TCP_RESP_SIZE + r.length))
+            return NULL;
+    }
+    return NULL;
+}
+
+static void dribbler_start(struct dribbler *d, size_t piece, unsigned pause_us)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+
+    d->cfd = -1;
+    d->piece = piece;
+    d->pause_us = pause_us;
+    t_pattern(d->mem, REMOTE_LEN, 9);
+    d->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(d->lfd, 0);
+    cr_assert_eq(bind(d->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    cr_assert_eq(listen(d->lfd, 1), 0);
+    cr_assert_eq(getsockname(d->lfd, (struct sockaddr *)&sin, &len), 0);
+    d->port = ntohs(sin.sin_port);
+    d->id = t_loopback_id(d->port, 1, 42);
+    cr_assert_eq(pthread_create(&d->thread, NULL, dribbler_main, d), 0);
+}
+
+static void dribbler_stop(struct dribbler *d)
+{
+    shutdown(d->lfd, SHUT_RDWR);
+    if (d->cfd >= 0)
+        shutdown(d->cfd, SHUT_RDWR);
+    pthread_join(d->thread, NULL);
+    if (d->cfd >= 0)
+        close(d->cfd);
+    close(d->lfd);
+}
+
+/* Reads n lengths (at spread-out addresses) in one post, waits for all of
+ * them the railset's way (t_wait: poll, arm, poll, sleep on the wait fd)
+ * and checks every byte. */
+static void read_in_pieces(size_t piece, unsigned pause_us, const size_t *lens, unsigned n)
+{
+    static struct dribbler d;
+    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1", .io_timeout_ms = 60000};
+    struct rw_ep_cfg ecfg = {.depth = 16};
+    struct rw_domain *cdom;
+    struct rw_ep *cep;
+    struct rw_mr *lmr;
+    struct rw_wr wr[8];
+    struct rw_wc wc[8];
+    uint8_t *buf = calloc(1, REMOTE_LEN);
+    uint64_t off = 0;
+
+    cr_assert_not_null(buf);
+    cr_assert_leq(n, 8);
+    dribbler_start(&d, piece, pause_us);
+    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &cdom), 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(cdom, &ecfg, &cep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_connect(cep, &d.id, 5000), 0);
+    cr_assert_eq(rw_tcp_ops.mr_reg(cdom, buf, REMOTE_LEN, RW_ACCESS_LOCAL, &lmr), 0);
+    for (unsigned i = 0; i < n; i++) {
+        cr_assert_leq(off + lens[i], REMOTE_LEN);
+        wr[i] = (struct rw_wr){.wr_id = i, .opcode = RW_OP_READ, .local = buf + off, .mr = lmr,
+                               .length = (uint32_t)lens[i], .remote_addr = off, .rkey = 1};
+        off += lens[i];
+    }
+    cr_assert_eq(rw_tcp_ops.ep_post(cep, wr, n), (int)n);
+    cr_assert_eq(t_wait(cep, wc, (int)n, 30000), (int)n, "every answer arrived in pieces completes");
+    for (unsigned i = 0; i < n; i++) {
+        cr_assert_eq(wc[i].status, 0);
+        cr_assert_eq(wc[i].wr_id, i);
+    }
+    cr_assert_eq(memcmp(buf, d.mem, off), 0, "the bytes are the server's");
+    rw_tcp_ops.ep_destroy(cep);
+    rw_tcp_ops.mr_dereg(lmr);
+    rw_tcp_ops.domain_close(cdom);
+    dribbler_stop(&d);
+    free(buf);
+}
+
+Test(tcp_rx, a_big_read_arriving_in_pieces_completes)
+{
+    static const size_t lens[] = {64 * KIB};
+    read_in_pieces(1000, 200, lens, 1);
+}
+
+Test(tcp_rx, small_reads_whose_headers_are_split_complete)
+{
+    static const size_t lens[] = {100, 4 * KIB, 7, 16 * KIB};
+    read_in_pieces(7, 50, lens, 4);
+}
+
+Test(tcp_rx, big_and_small_reads_interleaved_in_pieces_complete)
+{
+    static const size_t lens[] = {64 * KIB, 100, 48 * KIB, 4 * KIB, 17 * KIB, 1};
+    read_in_pieces(3000, 100, lens, 6);
+}
+
+Test(tcp_rx, answers_back_to_back_complete)
+{
+    /* one big piece per answer: a payload's end and the next headers can
+     * come in the same receive (rx_recv_tail) */
+    static const size_t lens[] = {64 * KIB, 32, 20 * KIB, 20 * KIB, 8, 64 * KIB};
+    read_in_pieces(REMOTE_LEN, 0, lens, 6);
+}
