@@ -39,10 +39,16 @@
 #define ATTEND_MAX_OUT 2u
 #define ATTEND_MAX_OUT_SMALL 8u
 #define ATTEND_SMALL (16u * 1024)
-/* ... and only while the process has at most this many client rails: a
- * caller that read dozens of rails itself would do alone what the loops
- * do in parallel (64 rails at depth 64: half the rate, measured). */
-#define ATTEND_MAX_EPS 2u
+/* ... and only while the process has at most ATTEND_MAX_EPS client rails:
+ * a caller that read dozens of rails itself would do alone what the loops
+ * do in parallel (64 rails at depth 64: half the rate, measured).  Past
+ * ATTEND_FEW_EPS rails the caller reads at most ATTEND_MAX_OUT_MANY small
+ * answers a rail, and no large WRITE's: 4 rails of 4 KiB READs gained
+ * 1.4x at depth 8 (2 a rail) and 1.1x at 16 (4 a rail) from attending,
+ * but lost 0.79x at 32 (8 a rail; docs/benchmarks.md, sixth session). */
+#define ATTEND_MAX_EPS 4u
+#define ATTEND_FEW_EPS 2u
+#define ATTEND_MAX_OUT_MANY 4u
 /* Receive passes a caller makes for the loop's missed edges before it
  * hands the rail back to the loop instead. */
 #define ATTEND_RERUNS 4
@@ -73,15 +79,18 @@ int rw_tcp_cli_wait_init(struct rw_tcp_cli_ep *ep)
 static int want_attend_locked(const struct rw_tcp_cli_ep *ep)
 {
     uint64_t out = ep->posted - ep->answered;
+    unsigned eps = rw_tcp_cli_pool_eps();
+    int few = eps <= ATTEND_FEW_EPS;
 
-    if (ep->tls || ep->state != RW_TCP_CLI_UP || ep->fd < 0 || out > ATTEND_MAX_OUT_SMALL ||
-        rw_tcp_cli_pool_eps() > ATTEND_MAX_EPS)
+    if (ep->tls || ep->state != RW_TCP_CLI_UP || ep->fd < 0 || eps > ATTEND_MAX_EPS ||
+        out > (few ? ATTEND_MAX_OUT_SMALL : ATTEND_MAX_OUT_MANY))
         return 0;
     if (!out)
         return ep->attend;
     for (uint64_t i = ep->answered; i < ep->posted; i++) {
         const struct rw_wr *w = &ep->ring[i & ep->mask].wr;
-        if (w->length > ATTEND_SMALL && (w->opcode == RW_OP_READ || out > ATTEND_MAX_OUT))
+        if (w->length > ATTEND_SMALL &&
+            (w->opcode == RW_OP_READ || !few || out > ATTEND_MAX_OUT))
             return 0;
     }
     return 1;
