@@ -60,6 +60,16 @@ static size_t rx_want(struct rw_tcp_cli_ep *ep, int *small)
     return rx_want_from(ep, 0, small);
 }
 
+/* Whether this pass found the socket empty (then errno is EAGAIN, as a
+ * recv would have set it). */
+static int rx_known_dry(const struct rw_tcp_rx *rx)
+{
+    if (!rx->dry)
+        return 0;
+    errno = EAGAIN;
+    return 1;
+}
+
 /* rw_tcp_rx_recv, except on a socket known to be empty in this pass
  * (rx->dry): that call could only fail with EAGAIN, so it fails so without
  * a system call.  A short read of a plain socket marks it empty; its next
@@ -72,10 +82,8 @@ static ssize_t rx_recv(struct rw_tcp_rx *rx, void *buf, size_t n)
 {
     ssize_t k;
 
-    if (rx->dry) {
-        errno = EAGAIN;
+    if (rx_known_dry(rx))
         return -1;
-    }
     k = rw_tcp_rx_recv(rx, buf, n);
     if (k > 0 && !rx->tls && (size_t)k < n)
         rx->dry = 1;
@@ -96,10 +104,8 @@ static ssize_t rx_recv_tail(struct rw_tcp_cli_ep *ep, size_t ask)
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = next ? 2 : 1};
     ssize_t k;
 
-    if (rx->dry) {
-        errno = EAGAIN;
+    if (rx_known_dry(rx))
         return -1;
-    }
     k = recvmsg(rx->fd, &mh, MSG_DONTWAIT);
     if (k <= 0)
         return k;

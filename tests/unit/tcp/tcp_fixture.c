@@ -172,21 +172,28 @@ static void *fake_main(void *arg)
     return NULL;
 }
 
-void fake_start(struct fake_srv *f, uint8_t verdict)
+int t_listen_loopback(int backlog, uint16_t *port)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    cr_assert_eq(listen(fd, backlog), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    *port = ntohs(sin.sin_port);
+    return fd;
+}
+
+void fake_start(struct fake_srv *f, uint8_t verdict)
+{
     pthread_t *th = malloc(sizeof(*th));
 
     memset(f, 0, sizeof(*f));
     f->cfd = -1;
     f->verdict = verdict;
-    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(f->lfd, 0);
-    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    cr_assert_eq(listen(f->lfd, 4), 0);
-    cr_assert_eq(getsockname(f->lfd, (struct sockaddr *)&sin, &len), 0);
-    f->port = ntohs(sin.sin_port);
+    f->lfd = t_listen_loopback(4, &f->port);
     f->id = t_loopback_id(f->port, 1, 42);
     cr_assert_not_null(th);
     cr_assert_eq(pthread_create(th, NULL, fake_main, f), 0);

@@ -83,6 +83,11 @@ void t_silent_open(struct t_silent *s, const struct rw_ep_cfg *cfg, size_t buf_l
 /* Destroys what t_silent_open created and stops the fake server. */
 void t_silent_close(struct t_silent *s);
 
+/* Opens a listening TCP socket on 127.0.0.1, an ephemeral port (backlog
+ * given).  Returns the socket (the caller closes it) and its port in
+ * *port.  Asserts. */
+int t_listen_loopback(int backlog, uint16_t *port);
+
 /* Builds a remote identity for 127.0.0.1:port (qpn = port). */
 struct rw_qp_id t_loopback_id(uint16_t port, uint32_t slot, uint32_t psn);
 

@@ -7,7 +7,6 @@
  * each answer in pieces of a given size with a pause between them; every
  * transfer must complete with the server's bytes. */
 #include <criterion/criterion.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -87,19 +86,11 @@ static void *dribbler_main(void *arg)
 
 static void dribbler_start(struct dribbler *d, size_t piece, unsigned pause_us)
 {
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sin);
-
     d->cfd = -1;
     d->piece = piece;
     d->pause_us = pause_us;
     t_pattern(d->mem, REMOTE_LEN, 9);
-    d->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(d->lfd, 0);
-    cr_assert_eq(bind(d->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    cr_assert_eq(listen(d->lfd, 1), 0);
-    cr_assert_eq(getsockname(d->lfd, (struct sockaddr *)&sin, &len), 0);
-    d->port = ntohs(sin.sin_port);
+    d->lfd = t_listen_loopback(1, &d->port);
     d->id = t_loopback_id(d->port, 1, 42);
     cr_assert_eq(pthread_create(&d->thread, NULL, dribbler_main, d), 0);
 }
