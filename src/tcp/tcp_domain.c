@@ -116,6 +116,7 @@ int rw_tcp_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out)
     }
     d->base.gbps = link_gbps(&d->local);
     d->base.max_qp_wr = RW_TCP_MAX_QP_WR;
+    d->base.default_depth = RW_TCP_DEFAULT_DEPTH;
     d->base.max_msg = RW_TCP_MAX_MSG;
 
     if (d->role == RW_ROLE_SERVER) {

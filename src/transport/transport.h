@@ -96,6 +96,8 @@ struct rw_domain {
     char name[64];          /* "rxe_a0:1" or "tcp:127.0.0.1" */
     double gbps;            /* link speed estimate, the rail's striping weight (> 0) */
     unsigned max_qp_wr;     /* bound on outstanding WRs per ep */
+    unsigned default_depth; /* slices a rail keeps in flight when the user gives no
+                               queue_depth; 0 = RW_DEFAULT_QUEUE_DEPTH (16) */
     uint32_t max_msg;       /* largest single READ/WRITE the ep accepts */
 };
 

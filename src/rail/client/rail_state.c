@@ -2,14 +2,24 @@
 /* The rail state machine (see rail_state.h for its table). */
 #include "rail/client/rail_state.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom)
 {
-    unsigned d = queue_depth ? queue_depth : RW_DEFAULT_QUEUE_DEPTH;
+    unsigned d = queue_depth       ? queue_depth
+                 : dom->default_depth ? dom->default_depth
+                                      : RW_DEFAULT_QUEUE_DEPTH;
     if (dom->max_qp_wr && d > dom->max_qp_wr)
         d = dom->max_qp_wr;
     return d ? d : 1;
+}
+
+uint64_t rw_rail_byte_cap(unsigned queue_depth, unsigned depth, size_t slice_size)
+{
+    if (queue_depth || depth <= RW_DEFAULT_QUEUE_DEPTH)
+        return UINT64_MAX;
+    return (uint64_t)RW_DEFAULT_QUEUE_DEPTH * slice_size;
 }
 
 void rw_railset_update_bases(railwire_railset *rs)
@@ -59,6 +69,7 @@ enum rw_rail_st rw_rail_in_service(railwire_railset *rs, unsigned i,
     r->up_since_ms = now;
     if (r->dom->max_msg && rs->slice_size > r->dom->max_msg)
         rs->slice_size = r->dom->max_msg;
+    r->byte_cap = rw_rail_byte_cap(svc->queue_depth, r->depth, rs->slice_size);
     r->stats.index = i;
     r->stats.session = svc->sess->id;
     r->stats.control_up = svc->sess->ctrl_up;

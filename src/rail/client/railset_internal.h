@@ -120,6 +120,7 @@ struct rw_rail {
     struct rw_mr_desc *remote; /* owned: RO layers or the RW arena (1 entry) */
     unsigned n_remote;
     unsigned depth;           /* bound on outstanding slices */
+    uint64_t byte_cap;        /* bound on inflight_bytes (rw_rail_byte_cap) */
     int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
     uint64_t inflight_bytes;
     struct rw_list outstanding; /* slices; change it through rw_rail_out_push/_remove */
@@ -236,9 +237,17 @@ struct railwire_railset {
                      struct rw_mr **out);
 };
 
-/* Slices in flight per rail: queue_depth (0 = RW_DEFAULT_QUEUE_DEPTH), capped
- * by the domain's queue size; at least 1. */
+/* Slices in flight per rail: queue_depth, or when it is 0 the domain's
+ * default_depth (tcp: 64), or RW_DEFAULT_QUEUE_DEPTH; capped by the
+ * domain's queue size; at least 1. */
 unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom);
+/* Bytes a rail may hold in flight: with the user's queue_depth unset and a
+ * domain default deeper than RW_DEFAULT_QUEUE_DEPTH, what that many full
+ * slices hold (so the deeper default adds small slices, not bytes: a
+ * rail's backlog of large slices, and the time its last slice waits
+ * behind the others, stay what they were); otherwise UINT64_MAX (none
+ * beyond the depth).  Never below one slice. */
+uint64_t rw_rail_byte_cap(unsigned queue_depth, unsigned depth, size_t slice_size);
 
 /* rs_lock's path when the lock is taken: counts the thread in
  * lock_waiters while it blocks. */
@@ -338,13 +347,13 @@ static inline int rw_stripe_schedule(railwire_railset *rs)
         rw_stripe_schedule_run(rs);
     return 0;
 }
-/* The rail (index) the next slice of `len` bytes would go to, -1 if none can
- * take it now. */
-/* Small slices (at most RW_PACK_MAX_LEN bytes) are packed onto one rail at
- * a time on railsets of more than RW_PACK_MIN_RAILS rails (stripe.c). */
-#define RW_PACK_MAX_LEN (16u * 1024)
+/* The rail (index) slice s would go to, -1 if none can take it now.  The
+ * slices of small transfers (at most RW_PACK_MAX_LEN bytes) are packed onto
+ * one rail at a time on railsets of more than RW_PACK_MIN_RAILS rails
+ * (stripe.c); the slices of bigger transfers spread over every rail. */
+#define RW_PACK_MAX_LEN (64u * 1024)
 #define RW_PACK_MIN_RAILS 4u
-int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len);
+int rw_stripe_pick_rail(const railwire_railset *rs, const struct rw_slice *s);
 
 /* --- progress.c --- */
 /* Polls every live rail, accounts completions, runs the detectors, the

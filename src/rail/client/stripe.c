@@ -78,7 +78,8 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, st
  * railset of at most RW_PACK_MIN_RAILS rails (rs->pack_max_len is 0
  * then), whose rails get enough requests each to batch (and whose small
  * transfers keep the parallelism of every rail). */
-#define PACK_BYTES (128u * 1024)
+#define PACK_BYTES (512u * 1024)
+#define PACK_SLICES 64u
 
 static int pick_packed(const railwire_railset *rs, uint32_t len)
 {
@@ -92,7 +93,8 @@ static int pick_packed(const railwire_railset *rs, uint32_t len)
             i = 0;
         const struct rw_rail *r = &rs->rails[i];
         if (rw_rail_is_up(r) && !r->blocked && r->outstanding.count < r->depth &&
-            r->inv_gbps <= rs->min_inv_gbps && r->inflight_bytes + len <= PACK_BYTES)
+            r->inv_gbps <= rs->min_inv_gbps && r->inflight_bytes + len <= PACK_BYTES &&
+            r->inflight_bytes + len <= r->byte_cap && r->outstanding.count < PACK_SLICES)
             return (int)i;
     }
     return -1;
@@ -112,7 +114,8 @@ static inline __attribute__((always_inline)) int pick_least_loaded(const railwir
         if (i == rs->n_rails)
             i = 0;
         const struct rw_rail *r = &rs->rails[i];
-        if (!rw_rail_is_up(r) || r->blocked || r->outstanding.count >= r->depth)
+        if (!rw_rail_is_up(r) || r->blocked || r->outstanding.count >= r->depth ||
+            r->inflight_bytes + len > r->byte_cap)
             continue;
         /* An idle rail of the fastest kind: nothing can be less loaded (every
          * other load is at least len * min_inv_gbps), so no load computed. */
@@ -134,11 +137,11 @@ static __attribute__((noinline)) int pick_small(const railwire_railset *rs, uint
     return best >= 0 ? best : pick_least_loaded(rs, len);
 }
 
-int rw_stripe_pick_rail(const railwire_railset *rs, uint32_t len)
+int rw_stripe_pick_rail(const railwire_railset *rs, const struct rw_slice *s)
 {
-    if (__builtin_expect(len <= rs->pack_max_len, 0))
-        return pick_small(rs, len);
-    return pick_least_loaded(rs, len);
+    if (__builtin_expect(s->xfer->op.length <= rs->pack_max_len, 0))
+        return pick_small(rs, s->length);
+    return pick_least_loaded(rs, s->length);
 }
 
 static inline void fill_wr(const railwire_railset *rs, const struct rw_rail *r, const struct rw_slice *s,
@@ -174,7 +177,7 @@ static void unpost_tail(railwire_railset *rs, struct rw_rail *r, size_t k)
 
 void rw_stripe_post_one(railwire_railset *rs, struct rw_slice *s)
 {
-    int ri = rw_stripe_pick_rail(rs, s->length);
+    int ri = rw_stripe_pick_rail(rs, s);
     if (ri < 0) {
         rw_list_push_tail(&rs->pending, &s->link);
         rw_stripe_schedule(rs);
@@ -218,7 +221,7 @@ static size_t schedule_round(railwire_railset *rs)
 
     while (rs->pending.head) {
         struct rw_slice *s = rw_slice_of(rs->pending.head);
-        int ri = rw_stripe_pick_rail(rs, s->length);
+        int ri = rw_stripe_pick_rail(rs, s);
         if (ri < 0 || cnt[ri] == batch)
             break;
         if (!now)

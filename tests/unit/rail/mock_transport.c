@@ -48,6 +48,7 @@ static struct {
     int set;
 } next_dom;
 static unsigned dom_ids;
+static unsigned default_depth;
 static struct mock_mr *mrs[MOCK_MAX_MRS];
 static unsigned n_mrs;
 static unsigned violations;
@@ -61,6 +62,11 @@ void mock_next_domain(double gbps, unsigned max_qp_wr, uint32_t max_msg)
     next_dom.max_qp_wr = max_qp_wr;
     next_dom.max_msg = max_msg;
     next_dom.set = 1;
+}
+
+void mock_set_default_depth(unsigned depth)
+{
+    default_depth = depth;
 }
 
 void mock_reset(void)
@@ -106,6 +112,7 @@ static int m_domain_open(const struct rw_domain_cfg *cfg, struct rw_domain **out
     d->pub.gbps = next_dom.set ? next_dom.gbps : 10.0;
     d->pub.max_qp_wr = next_dom.set ? next_dom.max_qp_wr : 1024;
     d->pub.max_msg = next_dom.set ? next_dom.max_msg : 0;
+    d->pub.default_depth = default_depth;
     next_dom.set = 0;
     live_objects++;
     *out = &d->pub;

@@ -19,6 +19,10 @@ extern const struct rw_transport_ops rw_mock_ops;
  * max_qp_wr 1024, max_msg 0 = unlimited). */
 void mock_next_domain(double gbps, unsigned max_qp_wr, uint32_t max_msg);
 
+/* The default_depth of every domain opened from now on (0, the start: none,
+ * the rail layer's own default), as tcp's 64.  mock_reset keeps it (the
+ * world's init resets): set it back to 0 after the init that needed it. */
+void mock_set_default_depth(unsigned depth);
 /* Forgets every registration and counter (call at the start of a test). */
 void mock_reset(void);
 
