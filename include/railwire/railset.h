@@ -82,8 +82,9 @@ typedef struct railwire_railset_opts {
     size_t slice_size;                 /* striping unit in bytes, 0 = default (512 KiB);
                                           capped by the transport's largest message.
                                           A transfer <= slice_size goes whole to one rail */
-    unsigned queue_depth;              /* slices in flight per rail, 0 = default (16);
-                                          capped by the device's queue size */
+    unsigned queue_depth;              /* slices in flight per rail, 0 = default (16;
+                                          tcp: 64, holding at most 16 full slices'
+                                          bytes); capped by the device's queue size */
     int connect_timeout_ms;            /* default 5000 */
     int io_timeout_ms;                 /* bounds each handshake step (params, ids, ack)
                                           as a whole and each rail connect; default 10000 */
