@@ -68,13 +68,22 @@ int rw_stripe_submit(railwire_railset *rs, const railwire_op *op, int direct, st
     return 0;
 }
 
-/* Small slices are packed: a rail of the fastest kind takes them until it
- * has PACK_BYTES in flight before the next rail gets any.  Spread one by
- * one over many rails, small requests cost a send call, a TCP segment and
- * a wake-up of both ends each (64 rails at depth 64: one request per rail,
- * 6x the CPU per transfer of one rail); packed, a rail's loop writes and
- * reads them in batches.  Bigger slices, and small ones once every rail
- * holds PACK_BYTES, go to the least loaded rail; so do all slices of a
+/* Whether rail r can take a slice of len bytes now: up, not blocked, under
+ * its depth and its byte cap. */
+static inline int rail_can_take(const struct rw_rail *r, uint32_t len)
+{
+    return rw_rail_is_up(r) && !r->blocked && r->outstanding.count < r->depth &&
+           r->inflight_bytes + len <= r->byte_cap;
+}
+
+/* Small transfers are packed: a rail of the fastest kind takes their slices
+ * until it has PACK_BYTES or PACK_SLICES in flight before the next rail
+ * gets any.  Spread one by one over many rails, small requests cost a send
+ * call, a TCP segment and a wake-up of both ends each (64 rails at depth
+ * 64: one request per rail, 6x the CPU per transfer of one rail); packed,
+ * a rail's loop writes and reads them in batches.  The slices of bigger
+ * transfers, and small ones once every rail is full, go to the least
+ * loaded rail; so do all slices of a
  * railset of at most RW_PACK_MIN_RAILS rails (rs->pack_max_len is 0
  * then), whose rails get enough requests each to batch (and whose small
  * transfers keep the parallelism of every rail). */
@@ -92,9 +101,8 @@ static int pick_packed(const railwire_railset *rs, uint32_t len)
         if (i == rs->n_rails)
             i = 0;
         const struct rw_rail *r = &rs->rails[i];
-        if (rw_rail_is_up(r) && !r->blocked && r->outstanding.count < r->depth &&
-            r->inv_gbps <= rs->min_inv_gbps && r->inflight_bytes + len <= PACK_BYTES &&
-            r->inflight_bytes + len <= r->byte_cap && r->outstanding.count < PACK_SLICES)
+        if (rail_can_take(r, len) && r->inv_gbps <= rs->min_inv_gbps &&
+            r->inflight_bytes + len <= PACK_BYTES && r->outstanding.count < PACK_SLICES)
             return (int)i;
     }
     return -1;
@@ -114,8 +122,7 @@ static inline __attribute__((always_inline)) int pick_least_loaded(const railwir
         if (i == rs->n_rails)
             i = 0;
         const struct rw_rail *r = &rs->rails[i];
-        if (!rw_rail_is_up(r) || r->blocked || r->outstanding.count >= r->depth ||
-            r->inflight_bytes + len > r->byte_cap)
+        if (!rail_can_take(r, len))
             continue;
         /* An idle rail of the fastest kind: nothing can be less loaded (every
          * other load is at least len * min_inv_gbps), so no load computed. */
