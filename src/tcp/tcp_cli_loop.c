@@ -29,57 +29,16 @@
 
 void rw_tcp_cli_loop_wake(struct rw_tcp_cli_loop *l)
 {
-    uint64_t one = 1;
-    /* EAGAIN: the counter is already non-zero, the loop will wake. */
-    if (write(l->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        rw_err_rl("tcp: cannot wake client event loop %u: %s", l->id, strerror(errno));
-}
-
-static void ready_add(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
-{
-    if (ep->link.on_ready)
-        return;
-    ep->link.on_ready = 1;
-    ep->link.ready_next = NULL;
-    if (l->ready_tail)
-        l->ready_tail->link.ready_next = ep;
-    else
-        l->ready_head = ep;
-    l->ready_tail = ep;
-}
-
-static void ready_del(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
-{
-    struct rw_tcp_cli_ep **pp, *prev = NULL;
-
-    if (!ep->link.on_ready)
-        return;
-    for (pp = &l->ready_head; *pp; prev = *pp, pp = &(*pp)->link.ready_next) {
-        if (*pp == ep) {
-            *pp = ep->link.ready_next;
-            if (l->ready_tail == ep)
-                l->ready_tail = prev;
-            break;
-        }
-    }
-    ep->link.on_ready = 0;
+    rw_evloop_wake(&l->fds);
 }
 
 /* Loop thread: stops watching a dead ep, completes what it left
  * outstanding and releases it to whoever waits in rw_tcp_cli_loop_kill. */
 static void drop(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
 {
-    if (ep->link.idx != (unsigned)-1) {
-        if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, ep->fd, NULL) < 0 && errno != ENOENT && errno != EBADF)
-            rw_warn_rl("tcp: client event loop %u: epoll_ctl(DEL) failed: %s", l->id,
-                       strerror(errno));
-        if (ep->link.idx < l->n_tab && l->eps[ep->link.idx] == ep) {
-            l->eps[ep->link.idx] = l->eps[--l->n_tab];
-            l->eps[ep->link.idx]->link.idx = ep->link.idx;
-        }
-        ep->link.idx = (unsigned)-1;
-    }
-    ready_del(l, ep);
+    if (ep->link.member.idx != (unsigned)-1)
+        rw_evloop_unwatch(&l->fds, ep->fd);
+    rw_evloop_set_remove(&l->set, &ep->link.member);
     rw_tcp_cli_finish(ep);
     pthread_mutex_lock(&l->lock);
     ep->link.released = 1;
@@ -102,7 +61,7 @@ static void run_ep(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep, int writ
         return;
     }
     if (again)
-        ready_add(l, ep);
+        rw_evloop_ready_push(&l->set, &ep->link.member);
     if (spin > l->spin_ns)
         l->spin_ns = spin;
 }
@@ -121,9 +80,9 @@ void rw_tcp_cli_loop_watch_in(struct rw_tcp_cli_ep *ep, int in)
     /* ENOENT: not registered yet (do_register reads ep->attend) or
      * dropped already. */
     if (ep->link.loop && !ep->link.orphan &&
-        epoll_ctl(ep->link.loop->epfd, EPOLL_CTL_MOD, ep->fd, &ev) < 0 && errno != ENOENT &&
+        epoll_ctl(ep->link.loop->fds.epfd, EPOLL_CTL_MOD, ep->fd, &ev) < 0 && errno != ENOENT &&
         errno != EBADF)
-        rw_warn_rl("tcp: client event loop %u: epoll_ctl(MOD) failed: %s", ep->link.loop->id,
+        rw_warn_rl("tcp: client event loop %u: epoll_ctl(MOD) failed: %s", ep->link.loop->fds.id,
                    strerror(errno));
 }
 
@@ -132,24 +91,16 @@ static int do_register(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
     struct epoll_event ev = {.data.ptr = ep};
     int rc = 0;
 
-    if (l->n_tab == l->cap_tab) {
-        unsigned nc = l->cap_tab ? l->cap_tab * 2 : 16;
-        struct rw_tcp_cli_ep **n = realloc(l->eps, nc * sizeof(*n));
-        if (!n)
-            return RAILWIRE_E_NOMEM;
-        l->eps = n;
-        l->cap_tab = nc;
-    }
+    if (rw_evloop_set_add(&l->set, &ep->link.member, 16))
+        return RAILWIRE_E_NOMEM;
     pthread_mutex_lock(&ep->lock); /* against rw_tcp_cli_arm changing ep->attend */
     ev.events = ep_events(!ep->attend);
-    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, ep->fd, &ev) < 0)
+    if (epoll_ctl(l->fds.epfd, EPOLL_CTL_ADD, ep->fd, &ev) < 0)
         rc = RAILWIRE_E_SYSTEM;
     pthread_mutex_unlock(&ep->lock);
     if (rc)
-        return rc;
-    ep->link.idx = l->n_tab;
-    l->eps[l->n_tab++] = ep;
-    return 0;
+        rw_evloop_set_remove(&l->set, &ep->link.member);
+    return rc;
 }
 
 /* Runs the queued commands: adds, then kicks, then kills (a kick is always
@@ -159,12 +110,10 @@ static int do_register(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
 static int do_commands(struct rw_tcp_cli_loop *l, int read_evfd)
 {
     struct rw_tcp_cli_ep *adds, *kicks, *kills, *ep, *next;
-    uint64_t v;
     int stop;
 
-    if (read_evfd && read(l->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-        rw_err_rl("tcp: client event loop %u: reading its eventfd failed: %s", l->id,
-                  strerror(errno));
+    if (read_evfd)
+        rw_evloop_drain(&l->fds);
     pthread_mutex_lock(&l->lock);
     adds = l->adds;
     kicks = l->kicks;
@@ -177,8 +126,7 @@ static int do_commands(struct rw_tcp_cli_loop *l, int read_evfd)
         next = ep->link.add_next;
         if (do_register(l, ep)) {
             rw_err_rl("tcp: client event loop %u: cannot watch a rail socket (%s); the rail fails",
-                      l->id, strerror(errno));
-            ep->link.idx = (unsigned)-1;
+                      l->fds.id, strerror(errno));
             rw_tcp_cli_fail(ep, RAILWIRE_E_SYSTEM, NULL);
             drop(l, ep);
             continue;
@@ -209,26 +157,23 @@ static int do_commands(struct rw_tcp_cli_loop *l, int read_evfd)
 
 static void run_ready(struct rw_tcp_cli_loop *l)
 {
-    struct rw_tcp_cli_ep *ep = l->ready_head, *next;
+    struct rw_evloop_member *m = rw_evloop_ready_take(&l->set), *next;
 
     /* Run what was ready at this point only: an ep that yields again waits
      * for the next poll, behind the events that arrived meanwhile. */
-    l->ready_head = l->ready_tail = NULL;
-    for (; ep; ep = next) {
-        next = ep->link.ready_next;
-        ep->link.on_ready = 0;
-        ep->link.ready_next = NULL;
-        run_ep(l, ep, 0);
+    for (; m; m = next) {
+        next = rw_evloop_ready_next(m);
+        run_ep(l, rw_tcp_cli_ep_of(m), 0);
     }
 }
 
 static void scan(struct rw_tcp_cli_loop *l, int64_t now)
 {
-    for (unsigned i = l->n_tab; i-- > 0;) {
+    for (unsigned i = l->set.n; i-- > 0;) {
         struct rw_tcp_cli_ep *ep;
-        if (i >= l->n_tab)
+        if (i >= l->set.n)
             continue;
-        ep = l->eps[i];
+        ep = rw_tcp_cli_ep_of(l->set.tab[i]);
         if (rw_tcp_cli_scan(ep, now))
             drop(l, ep);
     }
@@ -246,7 +191,7 @@ struct spin_set {
 static int spin_wait_once(void *arg)
 {
     struct spin_set *s = arg;
-    s->n = epoll_wait(s->l->epfd, s->ev, EVENTS, 0);
+    s->n = epoll_wait(s->l->fds.epfd, s->ev, EVENTS, 0);
     return s->n != 0 || atomic_load_explicit(&s->l->kicked, memory_order_acquire);
 }
 
@@ -264,7 +209,7 @@ static int sleep_events(struct rw_tcp_cli_loop *l, struct epoll_event *ev, int t
         atomic_store_explicit(&l->asleep, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&l->lock);
-    n = epoll_wait(l->epfd, ev, EVENTS, timeout);
+    n = rw_evloop_wait(&l->fds, ev, EVENTS, timeout);
     if (timeout != 0) {
         pthread_mutex_lock(&l->lock);
         atomic_store_explicit(&l->asleep, 0, memory_order_relaxed);
@@ -280,9 +225,9 @@ static int wait_events(struct rw_tcp_cli_loop *l, struct epoll_event *ev)
     int64_t now = rw_now_ms();
     int timeout = -1, n = 0, done = 0;
 
-    if (l->ready_head || atomic_load_explicit(&l->kicked, memory_order_acquire))
+    if (l->set.ready_head || atomic_load_explicit(&l->kicked, memory_order_acquire))
         timeout = 0;
-    else if (l->n_tab)
+    else if (l->set.n)
         timeout = l->next_scan_ms <= now ? 0 : (int)(l->next_scan_ms - now);
     if (l->spin_ns && timeout != 0) {
         struct spin_set set = {l, ev, 0};
@@ -291,13 +236,8 @@ static int wait_events(struct rw_tcp_cli_loop *l, struct epoll_event *ev)
     }
     l->spin_ns = 0;
     if (!done)
-        n = timeout ? sleep_events(l, ev, timeout) : epoll_wait(l->epfd, ev, EVENTS, 0);
-    if (n < 0) {
-        if (errno != EINTR)
-            rw_err_rl("tcp: client event loop %u: epoll_wait failed: %s", l->id, strerror(errno));
-        n = 0;
-    }
-    return n;
+        n = timeout ? sleep_events(l, ev, timeout) : rw_evloop_wait(&l->fds, ev, EVENTS, 0);
+    return n < 0 ? 0 : n; /* a spin's failed look counts as none */
 }
 
 static void *loop_main(void *arg)
@@ -306,7 +246,7 @@ static void *loop_main(void *arg)
     struct epoll_event ev[EVENTS];
     char name[16];
 
-    snprintf(name, sizeof(name), "rw-tcp-cli%u", l->id);
+    snprintf(name, sizeof(name), "rw-tcp-cli%u", l->fds.id);
     pthread_setname_np(pthread_self(), name);
     l->next_scan_ms = rw_now_ms() + SCAN_MS;
     for (;;) {
@@ -340,26 +280,22 @@ static void *loop_main(void *arg)
 
 void rw_tcp_cli_loop_free(struct rw_tcp_cli_loop *l)
 {
-    if (l->epfd >= 0)
-        close(l->epfd);
-    if (l->evfd >= 0)
-        close(l->evfd);
+    rw_evloop_fds_close(&l->fds);
     pthread_cond_destroy(&l->cond);
     pthread_mutex_destroy(&l->lock);
     pthread_mutex_destroy(&l->run);
-    free(l->eps);
+    rw_evloop_set_free(&l->set);
     free(l);
 }
 
 struct rw_tcp_cli_loop *rw_tcp_cli_loop_start(unsigned id)
 {
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     struct rw_tcp_cli_loop *l = calloc(1, sizeof(*l));
 
     if (!l)
         return NULL;
-    l->id = id;
-    l->epfd = l->evfd = -1;
+    l->fds.id = id;
+    l->fds.epfd = l->fds.evfd = -1;
     if (pthread_mutex_init(&l->run, NULL)) {
         free(l);
         return NULL;
@@ -375,11 +311,7 @@ struct rw_tcp_cli_loop *rw_tcp_cli_loop_start(unsigned id)
         free(l);
         return NULL;
     }
-    l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &ev) < 0) {
-        rw_err("tcp: cannot create client event loop %u: %s; check the process's file descriptor "
-               "limit", id, strerror(errno));
+    if (rw_evloop_fds_open(&l->fds, "client event loop", id)) {
         rw_tcp_cli_loop_free(l);
         return NULL;
     }
@@ -439,8 +371,6 @@ int rw_tcp_cli_loop_awake(const struct rw_tcp_cli_ep *ep)
 void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep)
 {
     struct rw_tcp_cli_loop *l = ep->link.loop;
-    int64_t start = rw_now_ms();
-    int warned = 0;
 
     if (ep->link.orphan) {
         /* no loop thread in this process: nothing else touches the ep */
@@ -460,16 +390,6 @@ void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep)
         l->kills = ep;
         rw_tcp_cli_loop_wake(l);
     }
-    while (!ep->link.kill_done) {
-        /* Handlers never block, so this ends within one loop turn; the
-         * deadline only makes a stuck loop visible. */
-        if (rw_tcp_cond_wait_until(&l->cond, &l->lock, rw_now_ms() + 1000) && !warned &&
-            rw_now_ms() - start >= 5000) {
-            rw_err("tcp: client event loop %u has not released a rail for 5 s; still waiting (the "
-                   "loop thread looks stuck: attach a debugger)", l->id);
-            warned = 1;
-        }
-    }
+    rw_evloop_await_release(&l->cond, &l->lock, &ep->link.kill_done, &l->fds, "rail");
     pthread_mutex_unlock(&l->lock);
 }
-

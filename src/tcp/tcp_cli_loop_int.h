@@ -9,11 +9,10 @@
 #include <stdint.h>
 
 #include "tcp/tcp_cli_loop.h"
+#include "tcp/tcp_evloop.h"
 
 struct rw_tcp_cli_loop {
-    unsigned id;
-    int epfd;
-    int evfd;                          /* wakes the loop: commands waiting */
+    struct rw_evloop_fds fds;          /* epoll set; its eventfd wakes the loop: commands */
     pthread_t thread;
     pthread_mutex_t run;               /* held while the loop handles events (fork) */
     pthread_mutex_t lock;
@@ -31,9 +30,7 @@ struct rw_tcp_cli_loop {
     unsigned n_eps;                    /* eps attached and not yet detached */
     int orphan;                        /* inherited by a fork()ed child: no thread */
     /* loop thread only */
-    struct rw_tcp_cli_ep **eps;
-    unsigned n_tab, cap_tab;
-    struct rw_tcp_cli_ep *ready_head, *ready_tail;
+    struct rw_evloop_set set;          /* every watched ep; the ready FIFO */
     uint64_t spin_ns;                  /* spin before the next sleep */
     int64_t next_scan_ms;
 };
@@ -43,6 +40,11 @@ struct rw_tcp_cli_loop {
 struct rw_tcp_cli_loop *rw_tcp_cli_loop_start(unsigned id);
 /* Wakes the loop's thread (its eventfd). */
 void rw_tcp_cli_loop_wake(struct rw_tcp_cli_loop *l);
+/* The ep a loop member is. */
+static inline struct rw_tcp_cli_ep *rw_tcp_cli_ep_of(struct rw_evloop_member *m)
+{
+    return RW_EVLOOP_OWNER(m, struct rw_tcp_cli_ep, link.member);
+}
 /* Closes and frees a loop whose thread has ended (or, in a fork()ed child,
  * never ran there). */
 void rw_tcp_cli_loop_free(struct rw_tcp_cli_loop *l);

@@ -77,8 +77,8 @@ static void fork_child(void)
     for (unsigned i = 0; i < pool_n; i++) {
         struct rw_tcp_cli_loop *l = pool[i];
         struct rw_tcp_cli_ep *ep;
-        for (unsigned k = 0; k < l->n_tab; k++)
-            orphan_ep(l->eps[k]);
+        for (unsigned k = 0; k < l->set.n; k++)
+            orphan_ep(rw_tcp_cli_ep_of(l->set.tab[k]));
         for (ep = l->adds; ep; ep = ep->link.add_next)
             orphan_ep(ep);
         l->adds = l->kicks = l->kills = NULL;
@@ -164,7 +164,7 @@ int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep)
     pool_eps++;
     atomic_store_explicit(&pool_eps_seen, pool_eps, memory_order_relaxed);
     ep->link.loop = l;
-    ep->link.idx = (unsigned)-1;
+    rw_evloop_member_init(&ep->link.member);
     pthread_mutex_lock(&l->lock);
     ep->link.add_next = l->adds;
     l->adds = ep;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "tcp/tcp_evloop.h"
 #include "tcp/tcp_proto.h"
 #include "tcp/tcp_served.h"
 #include "transport/transport.h"
@@ -149,14 +150,14 @@ struct rw_tcp_conn {
     int tick_backoff_ms;
     /* loop bookkeeping */
     const struct rw_tcp_conn_ops *ops; /* how the loop runs it (rw_tcp_loop_add) */
-    unsigned idx;                   /* position in loop->conns */
-    int on_ready, on_tick;
+    struct rw_evloop_member member; /* the loop's table and ready FIFO */
+    int on_tick;
     int rx_dry;                     /* a plain recv came back short: the socket was
                                        empty then, and the next byte brings an epoll
                                        edge (the loop clears this on every input
                                        event): no recv until then, it would only
                                        return EAGAIN */
-    struct rw_tcp_conn *ready_next, *tick_next, *tick_prev;
+    struct rw_tcp_conn *tick_next, *tick_prev;
     /* guarded by loop->lock */
     struct rw_tcp_conn *add_next;   /* in loop->adds (links apart: a kill may be */
     struct rw_tcp_conn *kill_next;  /* queued while the loop walks its adds) */
@@ -205,9 +206,7 @@ struct rw_tcp_rx;
 struct rw_tcp_cli_link {
     struct rw_tcp_cli_loop *loop;   /* set at io_start, fixed for the ep's life */
     /* loop thread only */
-    unsigned idx;                   /* position in the loop's table, -1 = none */
-    int on_ready;                   /* on the loop's ready list (used its quantum) */
-    struct rw_tcp_cli_ep *ready_next;
+    struct rw_evloop_member member; /* the loop's table and ready FIFO */
     /* guarded by loop->lock */
     struct rw_tcp_cli_ep *add_next, *kick_next, *kill_next;
     int kicked;                     /* on the kick list */

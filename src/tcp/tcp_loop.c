@@ -38,42 +38,18 @@ void rw_tcp_pool_busy_poll(int us)
 
 static void wake(struct rw_tcp_loop *l)
 {
-    uint64_t one = 1;
-    /* EAGAIN: the counter is already non-zero, the loop will wake. */
-    if (write(l->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        rw_err_rl("tcp: cannot wake event loop %u: %s", l->id, strerror(errno));
+    rw_evloop_wake(&l->fds);
+}
+
+/* The connection a loop member is. */
+static struct rw_tcp_conn *conn_of(struct rw_evloop_member *m)
+{
+    return RW_EVLOOP_OWNER(m, struct rw_tcp_conn, member);
 }
 
 void rw_tcp_loop_ready(struct rw_tcp_conn *c)
 {
-    struct rw_tcp_loop *l = c->loop;
-    if (c->on_ready)
-        return;
-    c->on_ready = 1;
-    c->ready_next = NULL;
-    if (l->ready_tail)
-        l->ready_tail->ready_next = c;
-    else
-        l->ready_head = c;
-    l->ready_tail = c;
-}
-
-static void ready_del(struct rw_tcp_conn *c)
-{
-    struct rw_tcp_loop *l = c->loop;
-    struct rw_tcp_conn **pp, *prev = NULL;
-
-    if (!c->on_ready)
-        return;
-    for (pp = &l->ready_head; *pp; prev = *pp, pp = &(*pp)->ready_next) {
-        if (*pp == c) {
-            *pp = c->ready_next;
-            if (l->ready_tail == c)
-                l->ready_tail = prev;
-            break;
-        }
-    }
-    c->on_ready = 0;
+    rw_evloop_ready_push(&c->loop->set, &c->member);
 }
 
 void rw_tcp_loop_tick_add(struct rw_tcp_conn *c, int delay_ms)
@@ -109,33 +85,21 @@ void rw_tcp_loop_forget(struct rw_tcp_conn *c)
 {
     struct rw_tcp_loop *l = c->loop;
 
-    if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL) < 0 && errno != ENOENT && errno != EBADF)
-        rw_warn_rl("tcp: event loop %u: epoll_ctl(DEL) failed: %s", l->id, strerror(errno));
-    ready_del(c);
+    rw_evloop_unwatch(&l->fds, c->fd);
     rw_tcp_loop_tick_del(c);
-    if (c->idx < l->n_conns && l->conns[c->idx] == c) {
-        l->conns[c->idx] = l->conns[--l->n_conns];
-        l->conns[c->idx]->idx = c->idx;
-    }
-    c->idx = (unsigned)-1;
+    rw_evloop_set_remove(&l->set, &c->member);
 }
 
 static int do_register(struct rw_tcp_loop *l, struct rw_tcp_conn *c)
 {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
 
-    if (l->n_conns == l->cap_conns) {
-        unsigned nc = l->cap_conns ? l->cap_conns * 2 : 64;
-        struct rw_tcp_conn **n = realloc(l->conns, nc * sizeof(*n));
-        if (!n)
-            return RAILWIRE_E_NOMEM;
-        l->conns = n;
-        l->cap_conns = nc;
-    }
-    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+    if (rw_evloop_set_add(&l->set, &c->member, 64))
+        return RAILWIRE_E_NOMEM;
+    if (epoll_ctl(l->fds.epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+        rw_evloop_set_remove(&l->set, &c->member);
         return RAILWIRE_E_SYSTEM;
-    c->idx = l->n_conns;
-    l->conns[l->n_conns++] = c;
+    }
     return 0;
 }
 
@@ -143,11 +107,9 @@ static int do_register(struct rw_tcp_loop *l, struct rw_tcp_conn *c)
 static int do_commands(struct rw_tcp_loop *l)
 {
     struct rw_tcp_conn *adds, *kills, *c, *next;
-    uint64_t v;
     int stop;
 
-    if (read(l->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-        rw_err_rl("tcp: event loop %u: reading its eventfd failed: %s", l->id, strerror(errno));
+    rw_evloop_drain(&l->fds);
     pthread_mutex_lock(&l->lock);
     adds = l->adds;
     kills = l->kills;
@@ -160,8 +122,7 @@ static int do_commands(struct rw_tcp_loop *l)
         next = c->add_next;
         if (do_register(l, c)) {
             rw_err_rl("tcp: event loop %u: cannot watch a rail connection (%s); closing it",
-                      l->id, strerror(errno));
-            c->idx = (unsigned)-1;
+                      l->fds.id, strerror(errno));
             c->ops->close(c, NULL);
             continue;
         }
@@ -183,7 +144,7 @@ static int next_timeout(struct rw_tcp_loop *l, int64_t now)
     int64_t due = l->next_scan_ms;
     struct rw_tcp_conn *c;
 
-    if (l->ready_head)
+    if (l->set.ready_head)
         return 0;
     for (c = l->tick_head; c; c = c->tick_next)
         if (c->tick_due_ms < due)
@@ -193,15 +154,13 @@ static int next_timeout(struct rw_tcp_loop *l, int64_t now)
 
 static void run_ready(struct rw_tcp_loop *l)
 {
-    struct rw_tcp_conn *c = l->ready_head, *next;
+    struct rw_evloop_member *m = rw_evloop_ready_take(&l->set), *next;
 
     /* Run what was ready at this point only: a connection that yields again
      * goes to the new list and waits for the next poll. */
-    l->ready_head = l->ready_tail = NULL;
-    for (; c; c = next) {
-        next = c->ready_next;
-        c->on_ready = 0;
-        c->ready_next = NULL;
+    for (; m; m = next) {
+        struct rw_tcp_conn *c = conn_of(m);
+        next = rw_evloop_ready_next(m);
         if (c->state != RW_TCP_C_CLOSED)
             c->ops->run(c);
     }
@@ -233,7 +192,7 @@ struct spin_set {
 static int spin_wait_once(void *arg)
 {
     struct spin_set *s = arg;
-    return epoll_wait(s->l->epfd, s->ev, EVENTS, 0);
+    return epoll_wait(s->l->fds.epfd, s->ev, EVENTS, 0);
 }
 
 static void *loop_main(void *arg)
@@ -242,7 +201,7 @@ static void *loop_main(void *arg)
     struct epoll_event ev[EVENTS];
     char name[16];
 
-    snprintf(name, sizeof(name), "rw-tcp-loop%u", l->id);
+    snprintf(name, sizeof(name), "rw-tcp-loop%u", l->fds.id);
     pthread_setname_np(pthread_self(), name);
     int served = 0; /* the last wait returned a connection's event */
 
@@ -255,15 +214,10 @@ static void *loop_main(void *arg)
         int cmd = 0;
         int64_t now;
 
-        if (n == 0)
-            n = epoll_wait(l->epfd, ev, EVENTS, timeout);
+        if (n <= 0)
+            n = rw_evloop_wait(&l->fds, ev, EVENTS, timeout);
         served = 0;
 
-        if (n < 0) {
-            if (errno != EINTR)
-                rw_err_rl("tcp: event loop %u: epoll_wait failed: %s", l->id, strerror(errno));
-            n = 0;
-        }
         for (int i = 0; i < n; i++) {
             struct rw_tcp_conn *c = ev[i].data.ptr;
             if (!c) {
@@ -282,9 +236,12 @@ static void *loop_main(void *arg)
         /* ticks may re-run connections: the 'ready' ones wait for the next poll */
         run_ticks(l, now);
         if (now >= l->next_scan_ms) {
-            for (unsigned i = l->n_conns; i-- > 0;)
-                if (i < l->n_conns)
-                    l->conns[i]->ops->scan(l->conns[i], now);
+            for (unsigned i = l->set.n; i-- > 0;) {
+                if (i < l->set.n) {
+                    struct rw_tcp_conn *c = conn_of(l->set.tab[i]);
+                    c->ops->scan(c, now);
+                }
+            }
             l->next_scan_ms = now + SCAN_MS;
         }
     }
@@ -293,32 +250,22 @@ static void *loop_main(void *arg)
 
 static void loop_fini(struct rw_tcp_loop *l)
 {
-    if (l->epfd >= 0)
-        close(l->epfd);
-    if (l->evfd >= 0)
-        close(l->evfd);
+    rw_evloop_fds_close(&l->fds);
     pthread_cond_destroy(&l->cond);
     pthread_mutex_destroy(&l->lock);
-    free(l->conns);
+    rw_evloop_set_free(&l->set);
 }
 
 static int loop_init(struct rw_tcp_loop *l, unsigned id)
 {
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-
-    l->id = id;
-    l->epfd = l->evfd = -1;
+    l->fds.epfd = l->fds.evfd = -1;
     if (pthread_mutex_init(&l->lock, NULL))
         return RAILWIRE_E_SYSTEM;
     if (rw_tcp_cond_init(&l->cond)) {
         pthread_mutex_destroy(&l->lock);
         return RAILWIRE_E_SYSTEM;
     }
-    l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &ev) < 0) {
-        rw_err("tcp: cannot create event loop %u: %s; check the process's file descriptor limit",
-               id, strerror(errno));
+    if (rw_evloop_fds_open(&l->fds, "event loop", id)) {
         loop_fini(l);
         return RAILWIRE_E_SYSTEM;
     }
@@ -433,8 +380,6 @@ int rw_tcp_loop_add(struct rw_tcp_conn *c, const struct rw_tcp_conn_ops *ops)
 void rw_tcp_loop_kill(struct rw_tcp_conn *c)
 {
     struct rw_tcp_loop *l = c->loop;
-    int64_t start = rw_now_ms();
-    int warned = 0;
 
     pthread_mutex_lock(&l->lock);
     if (!c->released && !c->kill_requested) {
@@ -443,15 +388,6 @@ void rw_tcp_loop_kill(struct rw_tcp_conn *c)
         l->kills = c;
         wake(l);
     }
-    while (!c->released) {
-        /* The loop never blocks in a handler, so this ends within one loop
-         * iteration; the deadline only makes a stuck loop visible. */
-        if (rw_tcp_cond_wait_until(&l->cond, &l->lock, rw_now_ms() + 1000) && !warned &&
-            rw_now_ms() - start >= 5000) {
-            rw_err("tcp: event loop %u has not released a rail connection for 5 s; still waiting "
-                   "(the loop thread looks stuck: attach a debugger)", l->id);
-            warned = 1;
-        }
-    }
+    rw_evloop_await_release(&l->cond, &l->lock, &c->released, &l->fds, "rail connection");
     pthread_mutex_unlock(&l->lock);
 }

@@ -21,9 +21,7 @@
 #define RW_TCP_SCRATCH (64u * 1024) /* sink for refused WRITE payloads */
 
 struct rw_tcp_loop {
-    unsigned id;
-    int epfd;
-    int evfd;                        /* wakes the loop: commands waiting */
+    struct rw_evloop_fds fds;        /* epoll set; its eventfd wakes the loop: commands */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;             /* signalled when a kill is done */
@@ -31,9 +29,7 @@ struct rw_tcp_loop {
     struct rw_tcp_conn *adds, *kills;
     int stop;
     /* loop thread only */
-    struct rw_tcp_conn **conns;      /* every registered connection */
-    unsigned n_conns, cap_conns;
-    struct rw_tcp_conn *ready_head, *ready_tail;
+    struct rw_evloop_set set;        /* every registered connection; the ready FIFO */
     struct rw_tcp_conn *tick_head;
     int64_t next_scan_ms;
     uint8_t scratch[RW_TCP_SCRATCH];

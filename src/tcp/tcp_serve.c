@@ -88,7 +88,7 @@ void rw_tcp_conn_init(struct rw_tcp_conn *c, struct rw_tcp_srv_ep *ep, int fd)
     c->fd = fd;
     c->state = RW_TCP_C_HDR;
     c->st = c->stage;
-    c->idx = (unsigned)-1;
+    rw_evloop_member_init(&c->member);
     c->last_progress_ms = rw_now_ms();
     rw_tcp_budget_conn_add();
 }
