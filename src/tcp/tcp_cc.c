@@ -80,7 +80,7 @@ void rw_tcp_pick_congestion(int fd, unsigned set_rails)
                        "pick)", cc_name, strerror(errno));
         return;
     }
-    if ((set_rails ? set_rails : 1) > rw_cpus_usable())
+    if ((set_rails ? set_rails : 1) > RW_TCP_CC_RAILS_PER_CPU * rw_cpus_usable())
         return;
     n = sizeof(cur) - 1;
     if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) < 0 || strncmp(cur, "bbr", 3))

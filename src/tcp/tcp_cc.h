@@ -6,13 +6,15 @@
  * few segments, and one connection of 1 MiB transfers moved half of what
  * the same socket moves under cubic or reno (docs/tcp-transport.md).  So a
  * same-host rail whose algorithm is a BBR, of a railset (or session) of at
- * most as many rails as the process may use CPUs (rw_cpus_usable, the count
- * that sizes the client's event loops), is switched to cubic, or to reno
- * where cubic is not permitted.  With more rails than CPUs each connection
- * carries a small share and BBR's cap no longer binds, while cubic's
- * unpaced sends measured about half as fast on many loopback connections
- * (same document); those rails, and rails to other hosts, keep the system's
- * algorithm.  RAILWIRE_TCP_CONGESTION overrides the choice: "auto" (the
+ * most RW_TCP_CC_RAILS_PER_CPU rails for each CPU the process may use
+ * (rw_cpus_usable, the count that sizes the client's event loops), is
+ * switched to cubic, or to reno where cubic is not permitted.  With more
+ * rails each connection carries a small share and BBR's cap no longer
+ * binds, while cubic's unpaced sends measured about half as fast on many
+ * loopback connections (same document); those rails, and rails to other
+ * hosts, keep the system's algorithm.  Two rails a CPU: on 2 CPUs, 3 and 4
+ * rails moved 1.1-1.5x under cubic at 64 KiB and 1 MiB, 8 rails gained and
+ * lost by turns (0.77-1.22x), 16 and 64 lost (0.63-0.94x).  RAILWIRE_TCP_CONGESTION overrides the choice: "auto" (the
  * default, the rule above), "system" (never change it), or an algorithm's
  * name for every rail socket (as net.ipv4.tcp_congestion_control spells
  * it; unprivileged processes may only pick those listed in
@@ -21,6 +23,9 @@
 #define RW_TCP_CC_H
 
 #include <sys/socket.h>
+
+/* Same-host rails per usable CPU up to which a BBR rail moves to cubic. */
+#define RW_TCP_CC_RAILS_PER_CPU 2u
 
 /* Returns 1 if a connection from `local` to `peer` stays on this host: the
  * peer is a loopback address (127.0.0.0/8, ::1, IPv4-mapped 127/8) or has
