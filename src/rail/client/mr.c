@@ -158,8 +158,7 @@ static void count_paths(railwire_railset *rs, const struct railwire_mr *m)
         case RW_MEM_PATH_STAGED:
             st->regs_staged++;
             /* a staged slice passes through one staging chunk */
-            if (rs->slice_size > RW_STAGE_DEFAULT_CHUNK)
-                rs->slice_size = RW_STAGE_DEFAULT_CHUNK;
+            rw_railset_shrink_slices(rs, RW_STAGE_DEFAULT_CHUNK);
             break;
         default: st->regs_host++; break;
         }

@@ -22,6 +22,18 @@ uint64_t rw_rail_byte_cap(unsigned queue_depth, unsigned depth, size_t slice_siz
     return (uint64_t)RW_DEFAULT_QUEUE_DEPTH * slice_size;
 }
 
+void rw_railset_shrink_slices(railwire_railset *rs, size_t size)
+{
+    if (!size || rs->slice_size <= size)
+        return;
+    rs->slice_size = size;
+    for (unsigned i = 0; i < rs->n_rails; i++) {
+        struct rw_rail *r = &rs->rails[i];
+        if (r->byte_capped)
+            r->byte_cap = rw_rail_byte_cap(0, r->depth, size);
+    }
+}
+
 void rw_railset_update_bases(railwire_railset *rs)
 {
     for (unsigned l = 0; l < rs->n_layers; l++) {
@@ -67,9 +79,9 @@ enum rw_rail_st rw_rail_in_service(railwire_railset *rs, unsigned i,
     r->blocked = 0;
     r->inflight_bytes = 0;
     r->up_since_ms = now;
-    if (r->dom->max_msg && rs->slice_size > r->dom->max_msg)
-        rs->slice_size = r->dom->max_msg;
+    rw_railset_shrink_slices(rs, r->dom->max_msg);
     r->byte_cap = rw_rail_byte_cap(svc->queue_depth, r->depth, rs->slice_size);
+    r->byte_capped = r->byte_cap != UINT64_MAX;
     r->stats.index = i;
     r->stats.session = svc->sess->id;
     r->stats.control_up = svc->sess->ctrl_up;

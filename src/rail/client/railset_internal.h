@@ -121,6 +121,8 @@ struct rw_rail {
     unsigned n_remote;
     unsigned depth;           /* bound on outstanding slices */
     uint64_t byte_cap;        /* bound on inflight_bytes (rw_rail_byte_cap) */
+    int byte_capped;          /* byte_cap follows the railset's slice_size (no queue_depth
+                                 given, a deeper domain default) */
     int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
     uint64_t inflight_bytes;
     struct rw_list outstanding; /* slices; change it through rw_rail_out_push/_remove */
@@ -248,6 +250,11 @@ unsigned rw_rail_depth(unsigned queue_depth, const struct rw_domain *dom);
  * behind the others, stay what they were); otherwise UINT64_MAX (none
  * beyond the depth).  Never below one slice. */
 uint64_t rw_rail_byte_cap(unsigned queue_depth, unsigned depth, size_t slice_size);
+/* Lowers rs->slice_size to size when that is smaller (a rail of a smaller
+ * max_msg, a staged registration) and re-derives the byte cap of every
+ * rail that has one from it, so a cap stays 16 slices of the size slices
+ * now have.  Lock held. */
+void rw_railset_shrink_slices(railwire_railset *rs, size_t size);
 
 /* rs_lock's path when the lock is taken: counts the thread in
  * lock_waiters while it blocks. */

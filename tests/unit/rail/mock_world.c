@@ -6,6 +6,7 @@
 #include <string.h>
 
 uint32_t mock_world_max_msg;
+uint32_t mock_world_last_max_msg;
 
 int mock_world_init(struct mock_world *w, enum railwire_dialect d, unsigned n_rails,
                     unsigned n_layers, size_t layer_len, const double *gbps,
@@ -40,7 +41,9 @@ int mock_world_init(struct mock_world *w, enum railwire_dialect d, unsigned n_ra
             desc[r][l].base_addr = w->srv_mr[r][l]->remote_base;
             desc[r][l].rkey = w->srv_mr[r][l]->rkey;
         }
-        mock_next_domain(gbps ? gbps[r] : 10.0, 1024, mock_world_max_msg);
+        mock_next_domain(gbps ? gbps[r] : 10.0, 1024,
+                         r + 1 == n_rails && mock_world_last_max_msg ? mock_world_last_max_msg
+                                                                     : mock_world_max_msg);
         struct rw_domain *cd;
         rc = rw_mock_ops.domain_open(&dc, &cd);
         if (rc < 0)

@@ -14,6 +14,9 @@
 
 /* max_msg of the client domains the next mock_world_init opens (0 = none). */
 extern uint32_t mock_world_max_msg;
+/* max_msg of the last rail's client domain only (0 = mock_world_max_msg):
+ * a railset of mixed transports.  Not reset by mock_world_init. */
+extern uint32_t mock_world_last_max_msg;
 
 struct mock_world {
     railwire_railset *rs;

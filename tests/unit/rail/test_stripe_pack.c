@@ -21,6 +21,7 @@ static railwire_mr *mr;
 static void teardown_world(void)
 {
     mock_set_default_depth(0);
+    mock_world_last_max_msg = 0;
     mock_world_fini(&w);
     free(buf);
     buf = NULL;
@@ -184,4 +185,22 @@ Test(stripe_pack, default_depth_without_a_domain_default_is_16)
     cr_assert_eq(rw_test_rail_outstanding(w.rs, 0), 16);
     cr_assert_eq(rw_test_pending(w.rs), 16);
     drain_and_check(32, 4 * KIB);
+}
+
+/* A rail that comes into service with a smaller max_msg shrinks every
+ * slice; the rails already up then hold 16 slices of the new size, not
+ * 16 x the old size's bytes in small slices. */
+Test(stripe_pack, byte_caps_follow_a_slice_size_that_shrinks)
+{
+    mock_set_default_depth(64);
+    mock_world_last_max_msg = 64 * KIB; /* rail 1 of 2 */
+    world(2, 512 * KIB, 0, 16 * MIB);
+    mock_set_default_depth(0);
+    submit_reads(1, 16 * MIB); /* 256 slices of 64 KiB */
+    for (unsigned i = 0; i < 2; i++) {
+        cr_assert_eq(rw_test_rail_outstanding(w.rs, i), 16, "rail %u holds %zu slices", i,
+                     rw_test_rail_outstanding(w.rs, i));
+        cr_assert_eq(rw_test_rail_inflight_bytes(w.rs, i), 1 * MIB);
+    }
+    drain_and_check(1, 16 * MIB);
 }
