@@ -14,8 +14,9 @@
  * loopback connections (same document); those rails, and rails to other
  * hosts, keep the system's algorithm.  Two rails a CPU: on 2 CPUs, 3 and 4
  * rails moved 1.1-1.5x under cubic at 64 KiB and 1 MiB, 8 rails gained and
- * lost by turns (0.77-1.22x), 16 and 64 lost (0.63-0.94x).  RAILWIRE_TCP_CONGESTION overrides the choice: "auto" (the
- * default, the rule above), "system" (never change it), or an algorithm's
+ * lost by turns (0.77-1.22x), 16 and 64 lost (0.63-0.94x).
+ * RAILWIRE_TCP_CONGESTION overrides the choice: "auto" (the default, the
+ * rule above), "system" (never change it), or an algorithm's
  * name for every rail socket (as net.ipv4.tcp_congestion_control spells
  * it; unprivileged processes may only pick those listed in
  * net.ipv4.tcp_allowed_congestion_control). */

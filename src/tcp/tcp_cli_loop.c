@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "common/busy_poll.h"
@@ -294,7 +293,6 @@ struct rw_tcp_cli_loop *rw_tcp_cli_loop_start(unsigned id)
 
     if (!l)
         return NULL;
-    l->fds.id = id;
     l->fds.epfd = l->fds.evfd = -1;
     if (pthread_mutex_init(&l->run, NULL)) {
         free(l);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/list.h"
 #include "tcp/tcp_cli_loop.h"
 #include "tcp/tcp_evloop.h"
 
@@ -43,7 +44,7 @@ void rw_tcp_cli_loop_wake(struct rw_tcp_cli_loop *l);
 /* The ep a loop member is. */
 static inline struct rw_tcp_cli_ep *rw_tcp_cli_ep_of(struct rw_evloop_member *m)
 {
-    return RW_EVLOOP_OWNER(m, struct rw_tcp_cli_ep, link.member);
+    return rw_list_entry(m, struct rw_tcp_cli_ep, link.member);
 }
 /* Closes and frees a loop whose thread has ended (or, in a fork()ed child,
  * never ran there). */

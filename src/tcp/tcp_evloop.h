@@ -10,12 +10,8 @@
 #define RW_TCP_EVLOOP_H
 
 #include <pthread.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <sys/epoll.h>
-
-/* The enclosing struct of a member embedded as `field`. */
-#define RW_EVLOOP_OWNER(ptr, type, field) ((type *)(void *)((char *)(ptr) - offsetof(type, field)))
 
 /* A loop's epoll set and its command eventfd (registered in the set with
  * data.ptr NULL, so an event without a pointer means "commands waiting").
@@ -47,7 +43,8 @@ int rw_evloop_wait(const struct rw_evloop_fds *f, struct epoll_event *ev, int ma
  * (ENOENT, EBADF) is no error. */
 void rw_evloop_unwatch(const struct rw_evloop_fds *f, int fd);
 
-/* What a loop keeps of each watched member, embedded in it. */
+/* What a loop keeps of each watched member, embedded in it (the owner is
+ * found with rw_list_entry, common/list.h). */
 struct rw_evloop_member {
     unsigned idx;                      /* position in the table, (unsigned)-1 = none */
     int on_ready;                      /* on the ready FIFO */

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "common/busy_poll.h"
 #include "common/cpus.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/time.h"
 
@@ -44,7 +44,7 @@ static void wake(struct rw_tcp_loop *l)
 /* The connection a loop member is. */
 static struct rw_tcp_conn *conn_of(struct rw_evloop_member *m)
 {
-    return RW_EVLOOP_OWNER(m, struct rw_tcp_conn, member);
+    return rw_list_entry(m, struct rw_tcp_conn, member);
 }
 
 void rw_tcp_loop_ready(struct rw_tcp_conn *c)

@@ -29,7 +29,9 @@ void rw_railset_shrink_slices(railwire_railset *rs, size_t size)
     rs->slice_size = size;
     for (unsigned i = 0; i < rs->n_rails; i++) {
         struct rw_rail *r = &rs->rails[i];
-        if (r->byte_capped)
+        /* A capped rail is one whose cap is not UINT64_MAX (no queue_depth
+         * given, a deeper domain default): its cap follows the slices. */
+        if (r->byte_cap != UINT64_MAX && r->st != RW_RAIL_NEW)
             r->byte_cap = rw_rail_byte_cap(0, r->depth, size);
     }
 }
@@ -81,7 +83,6 @@ enum rw_rail_st rw_rail_in_service(railwire_railset *rs, unsigned i,
     r->up_since_ms = now;
     rw_railset_shrink_slices(rs, r->dom->max_msg);
     r->byte_cap = rw_rail_byte_cap(svc->queue_depth, r->depth, rs->slice_size);
-    r->byte_capped = r->byte_cap != UINT64_MAX;
     r->stats.index = i;
     r->stats.session = svc->sess->id;
     r->stats.control_up = svc->sess->ctrl_up;

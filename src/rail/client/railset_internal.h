@@ -121,8 +121,6 @@ struct rw_rail {
     unsigned n_remote;
     unsigned depth;           /* bound on outstanding slices */
     uint64_t byte_cap;        /* bound on inflight_bytes (rw_rail_byte_cap) */
-    int byte_capped;          /* byte_cap follows the railset's slice_size (no queue_depth
-                                 given, a deeper domain default) */
     int blocked;              /* ep_post accepted fewer than offered: wait for a completion */
     uint64_t inflight_bytes;
     struct rw_list outstanding; /* slices; change it through rw_rail_out_push/_remove */

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <poll.h>
 
+#include "common/list.h"
 #include "tcp/tcp_evloop.h"
 
 struct item {
@@ -14,7 +15,7 @@ struct item {
 
 static struct item *item_of(struct rw_evloop_member *m)
 {
-    return RW_EVLOOP_OWNER(m, struct item, member);
+    return rw_list_entry(m, struct item, member);
 }
 
 static void items_init(struct item *it, int n)
