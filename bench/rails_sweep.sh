@@ -7,7 +7,8 @@
 #     R raw loopback TCP streams of 1 MiB sends (bench/rr_ref --stream -n R)
 #     for each rail count R, the socket's own limit, against the 1 MiB rows.
 #  2. 1-rail 4 KiB READ at depth 1, 8 and 64 against bench/rr_ref at the
-#     same depth (target >= 0.9).
+#     same depth (target >= 0.9); and 1 rail at 64 KiB (depth 64) and 1 MiB
+#     (depth 8) against rr_ref: one rail against the one socket it runs on.
 #  3. The threads of a `railwire bench` process holding one 64-rail railset
 #     while it transfers (server in its own process; target <= cores + 2).
 #  4. Client CPU seconds per GB of 1 MiB READs at depth 8 (server in its own
@@ -20,11 +21,18 @@
 # against rails) with gnuplot.  Nothing is asserted.  On a shared machine
 # the absolute figures move with the load; compare ratios within one run.
 #
-#   bash bench/rails_sweep.sh                    # 2 s per measurement
-#   SECS=3 RAILS_LIST="1 2 4" OUT=/tmp/sweep bash bench/rails_sweep.sh
+# Section 1 runs ROUNDS rounds (default 3); each round walks the rail counts
+# in a different order (ascending, descending, then rotated), and each cell is
+# the median of its rounds, so a burst of another user's load lands on one
+# figure of a cell rather than on a whole rail count.  Its spread (lowest and
+# highest round, against the median) is printed beside the table.
+#
+#   bash bench/rails_sweep.sh                    # 2 s per measurement, 3 rounds
+#   SECS=3 ROUNDS=1 RAILS_LIST="1 2 4" OUT=/tmp/sweep bash bench/rails_sweep.sh
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 secs="${SECS:-2}"
+rounds="${ROUNDS:-3}"
 rails_list="${RAILS_LIST:-1 2 4 8 16 64}"
 out="${OUT:-$bench_build/rails_sweep}"
 configs=("read 4K 64" "write 4K 64" "read 64K 64" "write 64K 64" "read 1M 8" "write 1M 8")
@@ -45,18 +53,43 @@ cores=$(nproc)
 echo "== machine: $cores CPU(s), $(uname -sr), load: $(cut -d' ' -f1-3 /proc/loadavg) (shared: absolute figures move with the other users' load)"
 
 # --- 1. the rail-count sweep ---
-echo "== 1. rail counts $rails_list, $secs s per measurement" >&2
+# round_order ROUND: the rail counts in round ROUND's order: ascending,
+# descending, then ascending rotated by one more place each round.
+round_order() {
+  local -a l=($rails_list)
+  local n=${#l[@]} i k
+  if (($1 == 1)); then k=0; elif (($1 == 2)); then
+    for ((i = n - 1; i >= 0; i--)); do printf '%s ' "${l[i]}"; done
+    return
+  else k=$(($1 - 2)); fi
+  for ((i = 0; i < n; i++)); do printf '%s ' "${l[(i + k) % n]}"; done
+}
+# median FILE RAILS COLUMN: the median of COLUMN over the rows of RAILS.
+median() {
+  awk -v r="$2" -v c="$3" '$1==r && $c!="nan" {print $c}' "$1" | sort -g |
+    awk '{a[NR]=$1} END{if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
+}
+echo "== 1. rail counts $rails_list, $rounds round(s), $secs s per measurement" >&2
+for ((round = 1; round <= rounds; round++)); do
+  order=$(round_order "$round")
+  for c in "${configs[@]}"; do
+    read -r op size depth <<<"$c"
+    for r in $order; do
+      read -r ops gbps < <(sweep_run "$r" "$op" "$size" "$depth" "$secs") || true
+      echo "$r ${ops:-nan} ${gbps:-nan}" >>"$tmp/rounds.$op.$size"
+      printf "  round %s %-5s %4s q%-3s %3s rails: %10.0f transfers/s %7.3f GB/s\n" "$round" "$op" "$size" \
+        "$depth" "$r" "${ops:-nan}" "${gbps:-nan}" >&2
+    done
+  done
+done
 for c in "${configs[@]}"; do
-  read -r op size depth <<<"$c"
+  read -r op size _ <<<"$c"
   for r in $rails_list; do
-    read -r ops gbps < <(sweep_run "$r" "$op" "$size" "$depth" "$secs") || true
-    echo "$r ${ops:-nan} ${gbps:-nan}" >>"$tmp/sweep.$op.$size"
-    printf "  %-5s %4s q%-3s %3s rails: %10.0f transfers/s %7.3f GB/s\n" "$op" "$size" "$depth" "$r" \
-      "${ops:-nan}" "${gbps:-nan}" >&2
+    echo "$r $(median "$tmp/rounds.$op.$size" "$r" 2) $(median "$tmp/rounds.$op.$size" "$r" 3)" >>"$tmp/sweep.$op.$size"
   done
 done
 echo
-echo "### Rail-count sweep (transfers/s; in brackets: ratio to the best rail count, target >= 0.9)"
+echo "### Rail-count sweep (transfers/s, median of $rounds round(s); in brackets: ratio to the best rail count, target >= 0.9)"
 echo
 printf "| op, size, depth |"; for r in $rails_list; do printf " %s rail(s) |" "$r"; done; echo " worst ratio |"
 printf "| --- |"; for r in $rails_list; do printf " ---: |"; done; echo " ---: |"
@@ -73,6 +106,23 @@ for c in "${configs[@]}"; do
     worst=$(awk -v w="$worst" -v x="$rat" 'BEGIN{if(x+0>0 && x+0<w+0) w=x; print w}')
   done <"$f"
   printf " **%s** |\n" "$worst"
+done
+
+echo
+echo "Spread of the rounds: each cell's lowest and highest round against its median."
+echo
+printf "| op, size, depth |"; for r in $rails_list; do printf " %s rail(s) |" "$r"; done; echo
+printf "| --- |"; for r in $rails_list; do printf " ---: |"; done; echo
+for c in "${configs[@]}"; do
+  read -r op size depth <<<"$c"
+  printf "| %s %s q%s |" "${op^^}" "$size" "$depth"
+  for r in $rails_list; do
+    awk -v r="$r" '$1==r && $2!="nan" {print $2}' "$tmp/rounds.$op.$size" | sort -g |
+      awk '{a[NR]=$1} END{if (NR == 0) {printf " nan |"; exit}
+        m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2
+        printf " %.2f-%.2f |", a[1]/m, a[NR]/m}'
+  done
+  echo
 done
 
 # --- 1b. the raw TCP limit at each rail count, 1 MiB ---
@@ -101,6 +151,29 @@ for d in 1 8 64; do
   read -r rr _ < <(rr_run read 4K "$d" "$secs") || true
   read -r rw _ < <(sweep_run 1 read 4K "$d" "$secs") || true
   printf "| %s | %.0f | %.0f | **%s** |\n" "$d" "${rr:-nan}" "${rw:-nan}" "$(ratio "${rw:-nan}" "${rr:-nan}")"
+done
+
+# --- 2b. one rail at the sweep's other sizes against rr_ref ---
+# Section 1's 1-rail cells against one loopback socket's own request/response
+# rate at the same size and depth (rr_ref: one connection, the requests and
+# answers of the same op), alternating, median of the rounds: how far one
+# rail is from the single socket it runs on.
+echo "== 2b. 1-rail 64 KiB and 1 MiB vs bench/rr_ref" >&2
+echo
+echo "### One rail against bench/rr_ref (one socket) at the sweep's sizes, median of $rounds round(s)"
+echo
+echo "| op, size, depth | rr_ref transfers/s | railwire 1 rail | ratio |"
+echo "| --- | ---: | ---: | ---: |"
+for c in "read 64K 64" "write 64K 64" "read 1M 8" "write 1M 8"; do
+  read -r op size depth <<<"$c"
+  : >"$tmp/one.rr"; : >"$tmp/one.rw"
+  for ((round = 1; round <= rounds; round++)); do
+    read -r rr _ < <(rr_run "$op" "$size" "$depth" "$secs") || true
+    read -r rw _ < <(sweep_run 1 "$op" "$size" "$depth" "$secs") || true
+    echo "1 ${rr:-nan}" >>"$tmp/one.rr"; echo "1 ${rw:-nan}" >>"$tmp/one.rw"
+  done
+  rr=$(median "$tmp/one.rr" 1 2); rw=$(median "$tmp/one.rw" 1 2)
+  printf "| %s %s q%s | %.0f | %.0f | **%s** |\n" "${op^^}" "$size" "$depth" "$rr" "$rw" "$(ratio "$rw" "$rr")"
 done
 
 # A `railwire serve` of a 576 MiB RW arena (filled, so its pages exist) in its

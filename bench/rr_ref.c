@@ -24,7 +24,8 @@
  *
  * --cc picks the sockets' congestion control as railwire's rails do
  * (src/tcp/tcp_cc.h): "auto" (default) moves a socket under a BBR to cubic
- * or reno when there are at most as many connections as CPUs, "system"
+ * or reno when there are at most RW_TCP_CC_RAILS_PER_CPU connections a
+ * CPU (that header's constant, so both pick alike), "system"
  * keeps the system's, NAME sets that algorithm.  The JSON
  * says which one ran ("cc"). */
 #include <arpa/inet.h>
@@ -41,6 +42,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tcp/tcp_cc.h"
 
 #define RR_REQ 32u
 #define RR_SOCKBUF (4 << 20)
@@ -118,8 +121,8 @@ static int recv_all(int fd, void *p, size_t n)
 }
 
 /* --cc: "auto" (as railwire's rails: a loopback socket under a BBR moves to
- * cubic, or reno, when the run has at most as many connections as CPUs),
- * "system", or an algorithm's name. */
+ * cubic, or reno, when the run has at most RW_TCP_CC_RAILS_PER_CPU
+ * connections a CPU, src/tcp/tcp_cc.h), "system", or an algorithm's name. */
 static const char *rr_cc = "auto";
 static char rr_cc_used[16];
 static unsigned rr_conns = 1; /* connections of this run (-n), as a railset's rails */
@@ -132,7 +135,7 @@ static void pick_cc(int fd)
     if (strcmp(rr_cc, "auto") && strcmp(rr_cc, "system") &&
         setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, rr_cc, (socklen_t)strlen(rr_cc)))
         fail("setsockopt(TCP_CONGESTION)");
-    if (!strcmp(rr_cc, "auto") && rr_conns <= (unsigned)sysconf(_SC_NPROCESSORS_ONLN) &&
+    if (!strcmp(rr_cc, "auto") && rr_conns <= RW_TCP_CC_RAILS_PER_CPU * (unsigned)sysconf(_SC_NPROCESSORS_ONLN) &&
         !getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) &&
         !strncmp(cur, "bbr", 3) &&
         setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5) &&
