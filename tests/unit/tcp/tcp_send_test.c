@@ -88,6 +88,19 @@ Test(tcp_send, a_post_deferred_behind_due_answers_is_sent_though_none_comes)
     t_silent_close(&q.s);
 }
 
+Test(tcp_send, a_post_deferred_behind_few_large_answers_is_sent_though_none_comes)
+{
+    struct quiet q;
+
+    quiet_open(&q, 32);
+    post(&q, 0, 2, 64 * KIB); /* 2 answers, 128 KiB due: the byte threshold */
+    cr_assert_eq(wait_sent(&q, 10000), q.expect);
+    let_the_loop_sleep();
+    post(&q, 0, 1, 4 * KIB);
+    cr_assert_eq(wait_sent(&q, 10000), q.expect, "the loop's timer sends what was deferred");
+    t_silent_close(&q.s);
+}
+
 Test(tcp_send, a_large_write_is_sent_whole_by_the_loop)
 {
     struct quiet q;
