@@ -381,8 +381,14 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
                 return S_WAIT;
             }
         }
-        if (want > cap - c->charge)
-            want = cap - c->charge;
+        if (want > cap - c->charge) {
+            /* The charge may be stale (it is re-read only here and on
+             * ticks): re-read it before cutting this piece short, or an
+             * answer that fits goes out in two sends. */
+            refresh(c, now);
+            if (want > cap - c->charge)
+                want = cap - c->charge;
+        }
         got = rw_tcp_budget_take(want);
         if (got < need) {
             rw_tcp_budget_give(got);
