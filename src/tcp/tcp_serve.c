@@ -365,7 +365,10 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
         }
         cap = rw_tcp_budget_cap(c->ep->sess);
         size_buffers(c, cap);
-        want = total < PIECE ? total : PIECE;
+        /* PIECE bytes of payload, with what is left of the header riding
+         * along: a cap on header + payload would leave the header's length
+         * of a 1 MiB answer for a fifth send of its own. */
+        want = total < PIECE + hdr ? total : PIECE + hdr;
         need = want < MIN_PIECE ? want : MIN_PIECE;
         if (c->tls_retry > need) {
             /* TLS: a write that wanted a retry sealed these bytes already;
