@@ -377,21 +377,17 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
             if (want < need)
                 want = need;
         }
+        /* The charge may be stale (it is re-read only here and on ticks):
+         * re-read it once before waiting at the cap or cutting this piece
+         * short, or an answer that fits goes out in two sends. */
+        if (c->charge + want > cap)
+            refresh(c, now);
         if (c->charge + need > cap) {
-            refresh(c, now);
-            if (c->charge + need > cap) {
-                c->wait = RW_TCP_W_CAP;
-                return S_WAIT;
-            }
+            c->wait = RW_TCP_W_CAP;
+            return S_WAIT;
         }
-        if (want > cap - c->charge) {
-            /* The charge may be stale (it is re-read only here and on
-             * ticks): re-read it before cutting this piece short, or an
-             * answer that fits goes out in two sends. */
-            refresh(c, now);
-            if (want > cap - c->charge)
-                want = cap - c->charge;
-        }
+        if (want > cap - c->charge)
+            want = cap - c->charge;
         got = rw_tcp_budget_take(want);
         if (got < need) {
             rw_tcp_budget_give(got);
