@@ -194,8 +194,10 @@ int rw_sock_connect(const char *host, const char *port, int timeout_ms, int *fd)
     return rc;
 }
 
-int rw_sock_listen(const char *host, const char *port, int backlog, int *fd)
+int rw_sock_listen_try(const char *host, const char *port, int backlog, int *fd, int *sys_errp)
 {
+    if (sys_errp)
+        *sys_errp = 0;
     if (!port || !fd) {
         rw_err("listen: NULL port or fd");
         return RAILWIRE_E_INVALID;
@@ -229,7 +231,17 @@ int rw_sock_listen(const char *host, const char *port, int backlog, int *fd)
         break;
     }
     freeaddrinfo(res);
-    if (rc < 0)
+    if (sys_errp)
+        *sys_errp = rc < 0 ? sys_err : 0;
+    return rc;
+}
+
+int rw_sock_listen(const char *host, const char *port, int backlog, int *fd)
+{
+    int sys_err = 0;
+    int rc = rw_sock_listen_try(host, port, backlog, fd, &sys_err);
+
+    if (rc == RAILWIRE_E_CONNECT && sys_err)
         rw_err("listen: cannot listen on %s port %s: %s; check the address and that the port is "
                "free", host ? host : "0.0.0.0", port, strerror(sys_err));
     return rc;

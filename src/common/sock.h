@@ -24,6 +24,10 @@ int rw_sock_connect(const char *host, const char *port, int timeout_ms, int *fd)
  * `backlog`.  Returns 0 and a non-blocking listening socket in *fd, or
  * RAILWIRE_E_CONNECT (bad address, port in use) / RAILWIRE_E_SYSTEM. */
 int rw_sock_listen(const char *host, const char *port, int backlog, int *fd);
+/* rw_sock_listen without the message for a bind or listen that failed:
+ * *sys_err gets its errno (0 on success, or when the address did not
+ * resolve, which is still logged), for a caller that may try another port. */
+int rw_sock_listen_try(const char *host, const char *port, int backlog, int *fd, int *sys_err);
 
 /* Turns on TCP keepalive (first probe after about timeout_ms / 2, then one
  * a second) and TCP_USER_TIMEOUT = timeout_ms on a connected socket, so a

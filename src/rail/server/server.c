@@ -2,6 +2,7 @@
 /* The server: options, publishing the memory on every domain once, the
  * listeners, and tearing everything down in bounded time.  The serving
  * itself runs on the event loop (server_loop.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,30 +126,60 @@ static int open_domain(void *arg, unsigned i)
     return 0;
 }
 
+/* Tries of listen_all when the kernel picks the port: the first address
+ * gets a free port of its own, and another process may hold that port on
+ * one of the other addresses. */
+#define RW_LISTEN_TRIES 8
+
+static void close_listeners(struct railwire_server *srv)
+{
+    for (unsigned i = 0; i < srv->n_lfd; i++)
+        close(srv->lfd[i]);
+    srv->n_lfd = 0;
+}
+
 /* Binds every control address on one port.  tcp rails without rail_addrs
  * listen where the control port does: each listener's numeric address is
- * kept, even when the host was a name. */
+ * kept, even when the host was a name.  With port 0 the first address's
+ * port is taken for all; when another address has it in use already, all
+ * start over on a new port (RW_LISTEN_TRIES times). */
 static int listen_all(struct railwire_server *srv, const railwire_server_opts *o)
 {
     const char *one = o->listen_host;
     const char *const *hosts = o->n_listen_hosts ? o->listen_hosts : &one;
     unsigned n = o->n_listen_hosts ? o->n_listen_hosts : 1;
-    const char *port = o->listen_port ? o->listen_port : "0";
+    const char *asked = o->listen_port ? o->listen_port : "0";
+    int any_port = !strcmp(asked, "0");
     char bound[16];
 
-    for (unsigned i = 0; i < n; i++) {
-        int rc = rw_sock_listen(hosts[i], port, RW_SERVER_BACKLOG, &srv->lfd[i]);
-        if (rc < 0)
-            return rc;
-        srv->n_lfd = i + 1;
-        if (i == 0) {
-            srv->port = rw_sock_local_port(srv->lfd[0]);
-            snprintf(bound, sizeof(bound), "%u", srv->port);
-            port = bound; /* the others share the first one's port */
+    for (int t = 1;; t++) {
+        const char *port = asked;
+        int rc = 0, sys_err = 0;
+        unsigned i;
+        for (i = 0; i < n; i++) {
+            /* The last try, or a port the user named: its failure is reported. */
+            if (i == 0 || !any_port || t == RW_LISTEN_TRIES)
+                rc = rw_sock_listen(hosts[i], port, RW_SERVER_BACKLOG, &srv->lfd[i]);
+            else
+                rc = rw_sock_listen_try(hosts[i], port, RW_SERVER_BACKLOG, &srv->lfd[i], &sys_err);
+            if (rc < 0)
+                break;
+            srv->n_lfd = i + 1;
+            if (i == 0) {
+                srv->port = rw_sock_local_port(srv->lfd[0]);
+                snprintf(bound, sizeof(bound), "%u", srv->port);
+                port = bound; /* the others share the first one's port */
+            }
+            rw_sock_host(srv->lfd[i], srv->listen_addr[i], sizeof(srv->listen_addr[i]));
         }
-        rw_sock_host(srv->lfd[i], srv->listen_addr[i], sizeof(srv->listen_addr[i]));
+        if (rc == 0)
+            return 0;
+        if (sys_err != EADDRINUSE)
+            return rc;
+        rw_debug("server: port %s is in use on %s already; all listen addresses try another",
+                 bound, hosts[i]);
+        close_listeners(srv);
     }
-    return 0;
 }
 
 int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
