@@ -372,6 +372,8 @@ int rw_tcp_cli_io_start(struct rw_tcp_cli_ep *ep, int fd)
     ep->rxs.rx->fd = fd;
     ep->rxs.rx->tls = ep->tls;
     ep->rxs.rx->off = ep->rxs.rx->len = 0;
+    ep->rxs.rx->dry = 0;
+    atomic_init(&ep->rxs.rx->hup, 0);
     pthread_mutex_lock(&ep->lock);
     ep->fd = fd;
     ep->state = RW_TCP_CLI_UP;

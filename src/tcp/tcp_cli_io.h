@@ -67,6 +67,10 @@ void rw_tcp_cli_attend_scan_locked(struct rw_tcp_cli_ep *ep, int64_t now);
  * 1 when the quantum was used, 0 when the socket has nothing more (or the
  * ep failed: rw_tcp_cli_fail was called).  *spin_ns as in rw_tcp_cli_run. */
 int rw_tcp_cli_rx_run(struct rw_tcp_cli_ep *ep, uint64_t *spin_ns);
+/* Loop thread: ep's socket reported a hang-up or an error.  Its edge does
+ * not come again, so from now on a short read does not mark the socket
+ * empty: the receiver reads on to the end of stream or the error. */
+void rw_tcp_cli_rx_hup(struct rw_tcp_cli_ep *ep);
 
 /* Signals the ep's wait fd (a completion was queued). */
 void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep);

@@ -45,16 +45,20 @@ static void drop(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep)
     pthread_mutex_unlock(&l->lock);
 }
 
-/* Loop thread: runs ep once; drops it when it died, queues it when it used
- * its quantum. */
-static void run_ep(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep, int writable)
+/* Loop thread: runs ep once for the epoll events it had (0: a re-run from
+ * the ready FIFO); drops it when it died, queues it when it used its
+ * quantum.  A hang-up or error is noted for the receiver (rx->hup): its
+ * edge will not come again. */
+static void run_ep(struct rw_tcp_cli_loop *l, struct rw_tcp_cli_ep *ep, uint32_t events)
 {
     uint64_t spin = 0;
     int again;
 
     if (ep->link.released)
         return;
-    again = rw_tcp_cli_run(ep, writable, &spin);
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        rw_tcp_cli_rx_hup(ep);
+    again = rw_tcp_cli_run(ep, (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0, &spin);
     if (again < 0) {
         drop(l, ep);
         return;
@@ -130,7 +134,7 @@ static int do_commands(struct rw_tcp_cli_loop *l, int read_evfd)
             drop(l, ep);
             continue;
         }
-        run_ep(l, ep, 1); /* requests may have been posted before the registration */
+        run_ep(l, ep, EPOLLOUT); /* requests may have been posted before the registration */
     }
     for (ep = kicks; ep; ep = next) {
         /* Once `kicked` is clear, ep_post may queue the ep again (and
@@ -258,7 +262,7 @@ static void *loop_main(void *arg)
             if (!ep)
                 cmd = 1;
             else
-                run_ep(l, ep, (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0);
+                run_ep(l, ep, ev[i].events);
         }
         if (cmd || atomic_load_explicit(&l->kicked, memory_order_acquire))
             stop = do_commands(l, cmd);

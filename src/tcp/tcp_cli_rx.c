@@ -5,6 +5,7 @@
  * are read in bulk into a staging buffer; a big payload goes straight to
  * its buffer (at most RW_TCP_RX_STAGE bytes of it are ever copied). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,14 +71,23 @@ static int rx_known_dry(const struct rw_tcp_rx *rx)
     return 1;
 }
 
+/* Whether a read of `got` bytes where `asked` were asked leaves the socket
+ * known empty for the rest of the pass: a short read of a plain socket
+ * that has not hung up.  Its next byte brings a new edge to the loop's
+ * edge-triggered set (or keeps an attending caller's level-triggered wait
+ * fd readable), and the next pass (rw_tcp_cli_rx_run) asks the socket
+ * again.  TLS may hold decrypted bytes back, so only a plain socket is
+ * known dry.  A hang-up or an error reported in the edge that brought the
+ * data is still to be read behind it, and raises no edge again. */
+static int rx_short_is_dry(const struct rw_tcp_rx *rx, size_t got, size_t asked)
+{
+    return !rx->tls && got < asked && !atomic_load_explicit(&rx->hup, memory_order_acquire);
+}
+
 /* rw_tcp_rx_recv, except on a socket known to be empty in this pass
- * (rx->dry): that call could only fail with EAGAIN, so it fails so without
- * a system call.  A short read of a plain socket marks it empty; its next
- * byte brings a new edge to the loop's edge-triggered set (or keeps an
- * attending caller's level-triggered wait fd readable), and the next pass
- * (rw_tcp_cli_rx_run) asks the socket again.  TLS may hold decrypted bytes
- * back, so only a plain socket is known dry.  The server's connections do
- * the same (tcp_serve.c, recv_fresh). */
+ * (rx->dry, rx_short_is_dry): that call could only fail with EAGAIN, so it
+ * fails so without a system call.  The server's connections do the same
+ * (tcp_serve.c, recv_fresh). */
 static ssize_t rx_recv(struct rw_tcp_rx *rx, void *buf, size_t n)
 {
     ssize_t k;
@@ -85,7 +95,7 @@ static ssize_t rx_recv(struct rw_tcp_rx *rx, void *buf, size_t n)
     if (rx_known_dry(rx))
         return -1;
     k = rw_tcp_rx_recv(rx, buf, n);
-    if (k > 0 && !rx->tls && (size_t)k < n)
+    if (k > 0 && rx_short_is_dry(rx, (size_t)k, n))
         rx->dry = 1;
     return k;
 }
@@ -111,7 +121,7 @@ static ssize_t rx_recv_tail(struct rw_tcp_cli_ep *ep, size_t ask)
         return k;
     rx->off = 0;
     rx->len = (size_t)k > ask ? (size_t)k - ask : 0;
-    rx->dry = (size_t)k < ask + next;
+    rx->dry = rx_short_is_dry(rx, (size_t)k, ask + next);
     return k;
 }
 
@@ -281,6 +291,11 @@ static int rx_header(struct rw_tcp_cli_ep *ep, size_t *got, int *small, const ch
         ep->rxs.left = resp.length - c;
     }
     return rx_payload(ep, got, what);
+}
+
+void rw_tcp_cli_rx_hup(struct rw_tcp_cli_ep *ep)
+{
+    atomic_store_explicit(&ep->rxs.rx->hup, 1, memory_order_release);
 }
 
 int rw_tcp_cli_rx_run(struct rw_tcp_cli_ep *ep, uint64_t *spin_ns)

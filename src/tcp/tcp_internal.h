@@ -157,6 +157,9 @@ struct rw_tcp_conn {
                                        edge (the loop clears this on every input
                                        event): no recv until then, it would only
                                        return EAGAIN */
+    int rx_hup;                     /* the loop saw the socket hang up or fail: that
+                                       edge does not come again, so a short read
+                                       no longer sets rx_dry */
     struct rw_tcp_conn *tick_next, *tick_prev;
     /* guarded by loop->lock */
     struct rw_tcp_conn *add_next;   /* in loop->adds (links apart: a kill may be */

@@ -226,6 +226,8 @@ static void *loop_main(void *arg)
                 served = 1;
                 if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
                     c->rx_dry = 0;
+                if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                    c->rx_hup = 1;
                 c->ops->run(c);
             }
         }

@@ -253,7 +253,9 @@ static enum step recv_err(struct rw_tcp_conn *c, ssize_t k, int inside, const ch
  * known to be empty (c->rx_dry): that call could only fail with EAGAIN, so
  * it fails so without a system call.  A short read of a plain socket marks
  * it empty until the loop sees its next input edge (TLS may hold decrypted
- * bytes back, so only a plain socket is known dry). */
+ * bytes back, so only a plain socket is known dry), unless the socket hung
+ * up (c->rx_hup): the end of stream or error behind the bytes came in the
+ * same edge and raises none again. */
 static ssize_t recv_fresh(struct rw_tcp_conn *c, void *buf, size_t n)
 {
     ssize_t k;
@@ -266,7 +268,7 @@ static ssize_t recv_fresh(struct rw_tcp_conn *c, void *buf, size_t n)
         k = rw_tcp_conn_recv(c, buf, n);
     } while (k < 0 && errno == EINTR);
     if (k > 0)
-        c->rx_dry = !c->tls && (size_t)k < n;
+        c->rx_dry = !c->tls && !c->rx_hup && (size_t)k < n;
     return k;
 }
 

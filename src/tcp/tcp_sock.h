@@ -71,6 +71,9 @@ struct rw_tcp_rx {
     int dry;     /* a plain recv of this receive pass came back short: the
                   * socket was empty then, so another recv of the pass could
                   * only return EAGAIN (tcp_cli_rx.c, rx_recv) */
+    _Atomic int hup; /* the loop saw the socket hang up or fail: no edge
+                      * comes again, so a short read no longer means dry
+                      * (set by the loop thread, read by the receiver) */
     uint8_t buf[RW_TCP_RX_STAGE];
 };
 

@@ -10,9 +10,13 @@
  * batch are checked.  Order, tags, statuses and the
  * bytes written are checked with a raw client. */
 #include <criterion/criterion.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/time.h"
+#include "tcp/tcp_internal.h"
+#include "tcp/tcp_loop.h"
 #include "tcp_fixture.h"
 #include "tcp_raw.h"
 
@@ -25,12 +29,13 @@ struct raw_conn {
     int fd;
 };
 
-static void raw_open_rcvbuf(struct raw_conn *c, int rcvbuf)
+/* raw_open_rcvbuf with the domains' I/O timeout given (0: the default). */
+static void raw_open_io(struct raw_conn *c, int rcvbuf, int io_timeout_ms)
 {
     struct rw_ep_cfg scfg = {.depth = 64};
     struct rw_qp_id cli = {.qpn = 0x1234u, .psn = 0x5678u};
 
-    t_open(&c->p, "127.0.0.1", 0);
+    t_open(&c->p, "127.0.0.1", io_timeout_ms);
     scfg.exposed = &c->p.smr;
     scfg.n_exposed = 1;
     cr_assert_eq(rw_tcp_ops.ep_create(c->p.sdom, &scfg, &c->sep), 0);
@@ -39,6 +44,11 @@ static void raw_open_rcvbuf(struct raw_conn *c, int rcvbuf)
                           cli.psn, rcvbuf);
     cr_assert_geq(c->fd, 0);
     cr_assert_eq(raw_rail_verdict(c->fd, 10000), RW_TCP_VERDICT_OK);
+}
+
+static void raw_open_rcvbuf(struct raw_conn *c, int rcvbuf)
+{
+    raw_open_io(c, rcvbuf, 0);
 }
 
 static void raw_open(struct raw_conn *c)
@@ -316,5 +326,48 @@ Test(tcp_batch, batched_read_answers_resume_partial_sends, .timeout = 120)
         cr_assert_eq(at, want);
     }
     cr_assert_eq(rw_tcp_ops.ep_liveness(c.sep), RW_EP_LIVE);
+    raw_close(&c);
+}
+
+/* Waits (bounded) until the server ep's liveness is `want`; returns it. */
+static int wait_liveness(struct rw_ep *sep, int want, int timeout_ms)
+{
+    int64_t deadline = rw_now_ms() + timeout_ms;
+    int st = rw_tcp_ops.ep_liveness(sep);
+
+    while (st != want && rw_ms_left(deadline) > 0) {
+        usleep(1000);
+        st = rw_tcp_ops.ep_liveness(sep);
+    }
+    return st;
+}
+
+/* Half a request and the client's end of stream reach the server's socket
+ * while the loop's thread is held, so the loop learns of both in one
+ * edge: it reads the half (a short read) and must read on to the end of
+ * stream, which raises no edge again (and, with no whole request, no
+ * answer's acknowledgement brings another); the rail then ends.  Before
+ * the fix the loop took the short read for an empty socket, and the rail
+ * ended only at the I/O timeout (60 s here, far beyond the wait). */
+Test(tcp_batch, half_a_request_and_the_end_of_stream_in_one_edge_end_the_rail, .timeout = 60)
+{
+    struct raw_conn c;
+    struct rw_tcp_srv_ep *sep;
+    uint8_t req[RW_TCP_REQ_SIZE];
+    int one = 1;
+
+    raw_open_io(&c, 0, 60000);
+    cr_assert_eq(wait_liveness(c.sep, RW_EP_LIVE, 10000), RW_EP_LIVE, "the rail is attached");
+    sep = rw_container_of(c.sep, struct rw_tcp_srv_ep, base);
+    t_park_thread(sep->conn.loop->thread);
+    /* Corked: the half request and the FIN leave in one segment. */
+    setsockopt(c.fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+    put_req(req, RW_TCP_OP_READ, RLEN, 0, c.p.smr->remote_base, c.p.smr->rkey, 0);
+    cr_assert_eq(send(c.fd, req, sizeof(req) / 2, MSG_NOSIGNAL), (ssize_t)sizeof(req) / 2);
+    cr_assert_eq(shutdown(c.fd, SHUT_WR), 0);
+    usleep(50 * 1000); /* their delivery on loopback */
+    t_release_thread();
+    cr_assert_eq(wait_liveness(c.sep, RW_EP_DEAD, 10000), RW_EP_DEAD,
+                 "the server ended the rail at the client's end of stream");
     raw_close(&c);
 }

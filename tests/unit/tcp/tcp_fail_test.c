@@ -4,10 +4,15 @@
  * once with RAILWIRE_E_RAIL_DOWN, later posts fail, and no buffer is written
  * after ep_kill returns. */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/time.h"
+#include "tcp/tcp_cli_loop_int.h"
+#include "tcp/tcp_internal.h"
 #include "tcp_fixture.h"
 
 #define CANARY 0xa5
@@ -21,12 +26,14 @@ struct fctx {
     struct rw_mr *lmr;
 };
 
-static void fsetup(struct fctx *c, int io_timeout_ms, size_t buflen)
+/* fsetup with the fake server's reset script (fake_start_reset). */
+static void fsetup_reset(struct fctx *c, int io_timeout_ms, size_t buflen, unsigned reset_answers,
+                         unsigned long long reset_after_bytes)
 {
     struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1", .io_timeout_ms = io_timeout_ms};
     struct rw_ep_cfg ecfg = {.depth = 16};
 
-    fake_start(&c->f, RW_TCP_VERDICT_OK);
+    fake_start_reset(&c->f, reset_answers, reset_after_bytes);
     cr_assert_eq(rw_tcp_ops.domain_open(&cc, &c->cdom), 0);
     cr_assert_eq(rw_tcp_ops.ep_create(c->cdom, &ecfg, &c->cep), 0);
     cr_assert_eq(rw_tcp_ops.ep_connect(c->cep, &c->f.id, 5000), 0);
@@ -34,6 +41,11 @@ static void fsetup(struct fctx *c, int io_timeout_ms, size_t buflen)
     cr_assert_not_null(c->buf);
     memset(c->buf, CANARY, buflen);
     cr_assert_eq(rw_tcp_ops.mr_reg(c->cdom, c->buf, buflen, RW_ACCESS_LOCAL, &c->lmr), 0);
+}
+
+static void fsetup(struct fctx *c, int io_timeout_ms, size_t buflen)
+{
+    fsetup_reset(c, io_timeout_ms, buflen, 0, 0);
 }
 
 static void fteardown(struct fctx *c)
@@ -101,6 +113,48 @@ Test(tcp_fail, server_closing_connection_is_rail_down)
     cr_assert_eq(post_n(c.cep, c.lmr, c.buf, 1, 64, RW_OP_READ), RAILWIRE_E_RAIL_DOWN);
     for (size_t i = 0; i < 16 * 4096; i++)
         cr_assert_eq(c.buf[i], CANARY, "no byte written into a failed READ's buffer");
+    fteardown(&c);
+}
+
+/* The server's last answers and its reset reach the socket while the
+ * loop's thread is held, so the loop learns of both in one edge: it reads
+ * the answers (a short read) and must read on to the error, since a reset
+ * socket raises no edge again.  Before the fix the loop took the short
+ * read for an empty socket and the rest waited for the I/O timeout (60 s
+ * here, far beyond the wait); so did tcp_fail.server_ep_destroyed_is_rail_down
+ * in about 1 run of 10. */
+Test(tcp_fail, answers_then_reset_in_one_edge_is_rail_down)
+{
+    enum { N = 8, LEN = 64 * 1024 };
+    struct fctx c;
+    struct rw_wc wcs[N];
+    int got, ok = 0, down = 0;
+    int64_t deadline;
+
+    /* Large WRITEs, 6 left after the answers: the loop receives (no
+     * waiting caller reads a rail with more than 2 of them outstanding,
+     * and would take the socket's input over, which re-arms it). */
+    fsetup_reset(&c, 60000, (size_t)N * LEN, 2, (unsigned long long)N * (RW_TCP_REQ_SIZE + LEN));
+    cr_assert(fake_wait_attached(&c.f, 5000));
+    cr_assert_eq(post_n(c.cep, c.lmr, c.buf, N, LEN, RW_OP_WRITE), N);
+    deadline = rw_now_ms() + 10000;
+    while (atomic_load(&c.f.drained) < (unsigned long long)N * (RW_TCP_REQ_SIZE + LEN) &&
+           rw_ms_left(deadline) > 0)
+        usleep(1000);
+    t_park_thread(rw_container_of(c.cep, struct rw_tcp_cli_ep, base)->link.loop->thread);
+    atomic_store(&c.f.reset_go, 1);
+    while (!atomic_load(&c.f.reset) && rw_ms_left(deadline) > 0)
+        usleep(1000);
+    usleep(50 * 1000); /* the reset's delivery on loopback */
+    t_release_thread();
+    got = t_wait(c.cep, wcs, N, 10000);
+    cr_assert_eq(got, N, "every WR completes once the server resets (got %d of %d)", got, N);
+    for (int i = 0; i < N; i++) {
+        ok += wcs[i].status == 0;
+        down += wcs[i].status == RAILWIRE_E_RAIL_DOWN;
+    }
+    cr_assert_eq(ok, 2, "the two answered WRITEs succeed");
+    cr_assert_eq(down, N - 2, "the unanswered ones fail with rail-down");
     fteardown(&c);
 }
 

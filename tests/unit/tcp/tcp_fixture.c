@@ -6,10 +6,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/time.h"
@@ -140,7 +143,66 @@ int t_post_all(struct rw_ep *ep, const struct rw_wr *wrs, size_t n, struct rw_wc
     return got;
 }
 
+/* ------------------------------------------------------- parked threads */
+
+static sem_t park_in, park_out;
+
+static void park_handler(int sig)
+{
+    (void)sig;
+    sem_post(&park_in);
+    while (sem_wait(&park_out) < 0 && errno == EINTR)
+        ;
+}
+
+void t_park_thread(pthread_t thread)
+{
+    struct sigaction sa = {.sa_handler = park_handler};
+    struct timespec ts;
+
+    cr_assert_eq(sem_init(&park_in, 0, 0), 0);
+    cr_assert_eq(sem_init(&park_out, 0, 0), 0);
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    cr_assert_eq(pthread_kill(thread, SIGUSR1), 0);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    cr_assert_eq(sem_timedwait(&park_in, &ts), 0, "the thread parked");
+}
+
+void t_release_thread(void)
+{
+    sem_post(&park_out);
+}
+
 /* ------------------------------------------------------------ fake server */
+
+/* The reset script (fake_start_reset).  SO_LINGER 0 makes close() send a
+ * reset right behind the answers.  Returns 1 once it reset, 0 if the test
+ * never said go. */
+static int fake_answer_and_reset(struct fake_srv *f)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    uint8_t out[RW_TCP_RESP_SIZE * 8];
+    unsigned n = f->reset_answers < 8 ? f->reset_answers : 8;
+    int64_t deadline = rw_now_ms() + 10000;
+
+    while (!atomic_load(&f->reset_go)) {
+        if (rw_ms_left(deadline) == 0)
+            return 0; /* the test gave up: go on reading until fake_close */
+        usleep(1000);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        struct rw_tcp_resp r = {.tag = i, .status = RW_TCP_ST_OK, .length = 0};
+        rw_tcp_resp_encode(out + i * RW_TCP_RESP_SIZE, &r);
+    }
+    atomic_store(&f->reset, 1);
+    (void)!send(f->cfd, out, n * RW_TCP_RESP_SIZE, MSG_NOSIGNAL);
+    setsockopt(f->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(f->cfd);
+    f->cfd = -1;
+    return 1;
+}
 
 static void *fake_main(void *arg)
 {
@@ -168,6 +230,11 @@ static void *fake_main(void *arg)
         if (k <= 0)
             break;
         f->drained += (unsigned long long)k;
+        if (f->reset_answers && f->drained >= f->reset_after_bytes) {
+            if (fake_answer_and_reset(f))
+                break;
+            f->reset_answers = 0;
+        }
     }
     return NULL;
 }
@@ -186,18 +253,31 @@ int t_listen_loopback(int backlog, uint16_t *port)
     return fd;
 }
 
-void fake_start(struct fake_srv *f, uint8_t verdict)
+static void fake_launch(struct fake_srv *f, uint8_t verdict, unsigned answers,
+                        unsigned long long after_bytes)
 {
     pthread_t *th = malloc(sizeof(*th));
 
     memset(f, 0, sizeof(*f));
     f->cfd = -1;
     f->verdict = verdict;
+    f->reset_answers = answers;
+    f->reset_after_bytes = after_bytes;
     f->lfd = t_listen_loopback(4, &f->port);
     f->id = t_loopback_id(f->port, 1, 42);
     cr_assert_not_null(th);
     cr_assert_eq(pthread_create(th, NULL, fake_main, f), 0);
     f->thread = th;
+}
+
+void fake_start(struct fake_srv *f, uint8_t verdict)
+{
+    fake_launch(f, verdict, 0, 0);
+}
+
+void fake_start_reset(struct fake_srv *f, unsigned answers, unsigned long long after_bytes)
+{
+    fake_launch(f, RW_TCP_VERDICT_OK, answers, after_bytes);
 }
 
 int fake_wait_attached(struct fake_srv *f, int timeout_ms)
@@ -210,7 +290,8 @@ int fake_wait_attached(struct fake_srv *f, int timeout_ms)
 
 void fake_close(struct fake_srv *f)
 {
-    if (atomic_load(&f->started))
+    /* After a reset the thread closed cfd itself (and ends on its own). */
+    if (atomic_load(&f->started) && !atomic_load(&f->reset))
         shutdown(f->cfd, SHUT_RDWR);
     shutdown(f->lfd, SHUT_RDWR);
     pthread_join(*(pthread_t *)f->thread, NULL);

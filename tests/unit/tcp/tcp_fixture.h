@@ -5,6 +5,7 @@
 #ifndef RW_TESTS_TCP_FIXTURE_H
 #define RW_TESTS_TCP_FIXTURE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,12 @@ int t_wait(struct rw_ep *ep, struct rw_wc *wcs, int n, int timeout_ms);
  * how many completions were stored. */
 int t_post_all(struct rw_ep *ep, const struct rw_wr *wrs, size_t n, struct rw_wc *wcs, int timeout_ms);
 
+/* Holds `thread` (an event loop's) in a signal handler (SIGUSR1) until
+ * t_release_thread, so that what reaches its sockets meanwhile comes to it
+ * in one edge.  Asserts that it parked within 10 s.  One at a time. */
+void t_park_thread(pthread_t thread);
+void t_release_thread(void);
+
 /* A fake server: a loopback listener that accepts one rail connection,
  * reads its hello, answers `verdict`, then reads requests forever and
  * answers none (until fake_close). */
@@ -60,9 +67,18 @@ struct fake_srv {
     uint8_t verdict;
     _Atomic int started;      /* set once the hello was answered */
     _Atomic unsigned long long drained; /* bytes read after the hello */
+    /* fake_start_reset's script: once reset_after_bytes were read and
+     * reset_go is set, answer the first reset_answers requests (OK, no
+     * payload) and reset the connection at once (0: never). */
+    unsigned reset_answers;
+    unsigned long long reset_after_bytes;
+    _Atomic int reset_go;     /* set by the test: run the script */
+    _Atomic int reset;        /* the script ran: the thread closed cfd */
     void *thread;
 };
 void fake_start(struct fake_srv *f, uint8_t verdict);
+/* fake_start (verdict OK) with the reset script above. */
+void fake_start_reset(struct fake_srv *f, unsigned answers, unsigned long long after_bytes);
 /* Waits (bounded) until the fake server accepted and answered.  Returns 1 if so. */
 int fake_wait_attached(struct fake_srv *f, int timeout_ms);
 /* Closes the fake server's connection (the client sees EOF) and stops it. */
