@@ -23,12 +23,14 @@
 /* ---- the railset side -------------------------------------------------- */
 
 int rw_heal_enable(railwire_railset *rs, const char *host, const struct rw_heal_cfg *cfg,
-                   rw_heal_open_fn open, void *ctx)
+                   rw_heal_open_fn open, void *ctx, void (*ctx_release)(void *ctx))
 {
     struct rw_healer *h = calloc(1, sizeof(*h));
     if (!h) {
         rw_heal_free_strings(cfg->local_addr, cfg->n_rails);
         rw_heal_free_strings(cfg->device, cfg->n_rails);
+        if (ctx_release)
+            ctx_release(ctx);
         rw_err("heal: out of memory");
         return RAILWIRE_E_NOMEM;
     }
@@ -44,6 +46,7 @@ int rw_heal_enable(railwire_railset *rs, const char *host, const struct rw_heal_
     snprintf(h->host, sizeof(h->host), "%s", host ? host : "");
     h->open = open;
     h->open_ctx = ctx;
+    h->open_ctx_release = ctx_release;
     h->refs = 1;
     h->res.fd = -1;
     h->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -76,10 +76,13 @@ int rw_heal_open_network(const struct rw_heal_cfg *cfg, const struct rw_heal_req
                          const char *host, struct rw_session_out *out, void *ctx);
 
 /* Turns healing on for rs, with the original server address `host` and
- * the opener; the healer takes over cfg's strings (also on failure).
+ * the opener; the healer takes over cfg's strings and its reference to
+ * ctx (also on failure): it calls ctx_release(ctx) (when not NULL) once
+ * the worker is done with it, which may be after rs is closed, since an
+ * attempt in progress at close still runs to its end.
  * Returns 0 or RAILWIRE_E_NOMEM. */
 int rw_heal_enable(railwire_railset *rs, const char *host, const struct rw_heal_cfg *cfg,
-                   rw_heal_open_fn open, void *ctx);
+                   rw_heal_open_fn open, void *ctx, void (*ctx_release)(void *ctx));
 /* Stops healing and releases the healer (at close).  Never waits for an
  * attempt in progress: the worker finishes it alone and frees what it
  * opened. */

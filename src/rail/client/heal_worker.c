@@ -14,8 +14,17 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "rail/client/railset_testing.h"
 
 #define RW_PROBE_BYTES 64
+
+/* Healers freed in this process (rw_heal_test_healers_freed). */
+static atomic_uint_fast64_t healers_freed;
+
+uint64_t rw_heal_test_healers_freed(void)
+{
+    return atomic_load(&healers_freed);
+}
 
 void rw_heal_free_strings(char **v, unsigned n)
 {
@@ -30,11 +39,14 @@ void rw_healer_free(struct rw_healer *h)
     rw_heal_free_strings(h->cfg.device, h->cfg.n_rails);
     if (h->has_res)
         rw_session_close(h->cfg.ops, &h->res);
+    if (h->open_ctx_release)
+        h->open_ctx_release(h->open_ctx);
     if (h->wake_fd >= 0)
         close(h->wake_fd);
     pthread_cond_destroy(&h->cond);
     pthread_mutex_destroy(&h->lock);
     free(h);
+    atomic_fetch_add(&healers_freed, 1);
 }
 
 /* Destroys rail i of an opened session. */

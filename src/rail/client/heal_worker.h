@@ -17,7 +17,8 @@ struct rw_healer {
     struct rw_heal_cfg cfg;
     char host[256];               /* the address the railset was opened with */
     rw_heal_open_fn open;
-    void *open_ctx;
+    void *open_ctx;               /* the healer's own reference (the TLS credentials) */
+    void (*open_ctx_release)(void *open_ctx);
 
     pthread_mutex_t lock;         /* guards everything down to res_via */
     pthread_cond_t cond;          /* wakes the worker */

@@ -79,13 +79,25 @@ static int tls_creds_make(const railwire_railset_opts *o, struct rw_tls_creds **
 #endif
 }
 
-/* Releases what tls_creds_make made (the railset's net_ctx). */
+/* Releases a reference to what tls_creds_make made: the railset's
+ * (net_ctx) or the healer's. */
 static void tls_creds_free(void *creds)
 {
 #if RAILWIRE_HAVE_TLS
     rw_tls_creds_unref(creds);
 #else
     (void)creds;
+#endif
+}
+
+/* Another reference to creds (NULL stays NULL), for the healer: its worker
+ * may still be in a handshake after the railset has closed. */
+static struct rw_tls_creds *tls_creds_ref(struct rw_tls_creds *creds)
+{
+#if RAILWIRE_HAVE_TLS
+    return creds ? rw_tls_creds_ref(creds) : NULL;
+#else
+    return creds;
 #endif
 }
 
@@ -166,7 +178,8 @@ static int enable_healing(railwire_railset *rs, const char *host, const char *po
     struct rw_heal_cfg hc;
     int rc = heal_cfg(&hc, rs->ops, port, o, rs->n_layers);
     if (rc == 0)
-        return rw_heal_enable(rs, host, &hc, rw_heal_open_network, tls);
+        return rw_heal_enable(rs, host, &hc, rw_heal_open_network, tls_creds_ref(tls),
+                              tls ? tls_creds_free : NULL);
     for (unsigned i = 0; i < hc.n_rails; i++) {
         free(hc.local_addr ? hc.local_addr[i] : NULL);
         free(hc.device ? hc.device[i] : NULL);

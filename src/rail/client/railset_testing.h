@@ -60,5 +60,9 @@ void rw_test_dump(railwire_railset *rs, FILE *f, void (*rail_cb)(struct rw_ep *e
  * progress. */
 void rw_heal_test_set_port(railwire_railset *rs, const char *port);
 int rw_heal_test_busy(const railwire_railset *rs);
+/* Healers freed so far in this process: a worker that outlived its
+ * railset's close frees its healer (and releases the TLS credentials it
+ * holds) last. */
+uint64_t rw_heal_test_healers_freed(void);
 
 #endif

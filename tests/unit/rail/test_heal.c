@@ -4,10 +4,12 @@
  * healing off it stays lost; slice tries are bounded; no live rail for the
  * all-down bound fails everything and a restarted server heals it again; a
  * session whose control connection ended moves its working rails to a new
- * session without taking them down; close never waits for an attempt. */
+ * session without taking them down; close never waits for an attempt,
+ * and the attempt keeps the TLS credentials it dials with past the close. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,3 +313,102 @@ Test(heal, close_does_not_wait_for_an_attempt_in_progress)
     cr_assert_lt(took, 2000, "close waited %lld ms for a heal attempt", (long long)took);
     close(lfd);
 }
+
+#if RAILWIRE_HAVE_TLS
+/* A connection to lfd accepted within ms (-1: none). */
+static int accept_within(int lfd, int ms)
+{
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    if (poll(&p, 1, ms) != 1)
+        return -1;
+    return accept(lfd, NULL, NULL);
+}
+
+Test(heal, an_attempt_in_progress_at_close_keeps_its_tls_credentials)
+{
+    /* The worker of a heal attempt outlives the railset's close; the TLS
+     * credentials it dials with must outlive it too.  The attempt is held in
+     * its TCP connect (the listener's accept queue is full, so its SYN is
+     * dropped) while the railset closes; then the queue is emptied, the
+     * retried SYN gets through, and the worker starts its TLS handshake with
+     * the credentials the railset no longer holds (a use after free under
+     * AddressSanitizer when only the railset held them). */
+    char psk[] = "/tmp/rw_heal_psk_XXXXXX";
+    int pfd = mkstemp(psk);
+    cr_assert_geq(pfd, 0);
+    const char line[] = "heal:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
+    cr_assert_eq(write(pfd, line, sizeof(line) - 1), (ssize_t)sizeof(line) - 1);
+    close(pfd);
+    railwire_tls_opts t;
+    railwire_tls_opts_init(&t);
+    t.psk_file = psk;
+
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(lfd, 0), 0); /* room for one queued connection */
+    socklen_t sl = sizeof(a);
+    getsockname(lfd, (struct sockaddr *)&a, &sl);
+    int filler = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_eq(connect(filler, (struct sockaddr *)&a, sizeof(a)), 0);
+
+    uint8_t *arena = calloc(1, 1 << 20);
+    cr_assert_not_null(arena);
+    railwire_server_opts so;
+    railwire_server_opts_init(&so);
+    so.dialect = RAILWIRE_DIALECT_RW;
+    so.transport = RAILWIRE_TRANSPORT_TCP;
+    so.listen_host = "127.0.0.1";
+    so.arena = (railwire_region){arena, 1 << 20};
+    so.tls = &t;
+    railwire_server *s = NULL;
+    cr_assert_eq(railwire_server_create(&so, &s), 0);
+    railwire_railset_opts o = opts(1);
+    o.dialect = RAILWIRE_DIALECT_RW;
+    o.tls = &t;
+    o.connect_timeout_ms = 8000;
+    o.io_timeout_ms = 4000;
+    o.all_down_timeout_ms = 60000;
+    railwire_railset *rs;
+    cr_assert_eq(connect_to(s, &o, &rs), 0);
+    railwire_server_destroy(s);
+    char port[16];
+    snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
+    rw_heal_test_set_port(rs, port);
+    uint64_t freed = rw_heal_test_healers_freed();
+
+    uint8_t buf[64];
+    railwire_mr *mr;
+    cr_assert_eq(railwire_mr_register(rs, buf, sizeof(buf), &mr), 0);
+    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 1};
+    railwire_handle h;
+    cr_assert_eq(railwire_submit(rs, &op, &h), 0);
+    railwire_completion c;
+    for (int64_t end = rw_now_ms() + 3000; rw_now_ms() < end && !rw_heal_test_busy(rs);)
+        railwire_wait(rs, &c, 1, 50);
+    cr_assert(rw_heal_test_busy(rs), "no heal attempt started");
+    railwire_railset_close(rs);
+
+    /* Empty the queue: the worker's retried SYN (about 1 s after the first)
+     * now gets in, and its ClientHello follows. */
+    int first = accept_within(lfd, 1000);
+    cr_assert_geq(first, 0, "the filler connection was not queued");
+    close(first);
+    close(filler);
+    int worker = accept_within(lfd, 10000);
+    cr_assert_geq(worker, 0, "the heal worker never connected after close");
+    struct pollfd p = {.fd = worker, .events = POLLIN};
+    cr_assert_eq(poll(&p, 1, 10000), 1, "no ClientHello from the heal worker");
+    uint8_t rec[5];
+    cr_assert_eq(recv(worker, rec, sizeof(rec), MSG_WAITALL), (ssize_t)sizeof(rec));
+    cr_assert_eq(rec[0], 0x16, "not a TLS handshake record: 0x%02x", rec[0]);
+    close(worker); /* the handshake fails; the worker frees its healer */
+    for (int64_t end = rw_now_ms() + 10000;
+         rw_now_ms() < end && rw_heal_test_healers_freed() == freed;)
+        usleep(5000);
+    cr_assert_gt(rw_heal_test_healers_freed(), freed, "the heal worker never finished");
+    close(lfd);
+    unlink(psk);
+    free(arena);
+}
+#endif
