@@ -324,6 +324,23 @@ static int accept_within(int lfd, int ms)
     return accept(lfd, NULL, NULL);
 }
 
+/* Non-zero when a socket of this machine is in SYN_SENT towards
+ * 127.0.0.1:port (/proc/net/tcp: remote address, then state 02). */
+static int syn_sent_to(unsigned port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int found = 0;
+    unsigned rport, state;
+    while (!found && fgets(line, sizeof(line), f))
+        found = sscanf(line, " %*u: %*x:%*x 0100007F:%x %x", &rport, &state) == 2 &&
+                rport == port && state == 0x02;
+    fclose(f);
+    return found;
+}
+
 Test(heal, an_attempt_in_progress_at_close_keeps_its_tls_credentials)
 {
     /* The worker of a heal attempt outlives the railset's close; the TLS
@@ -387,6 +404,11 @@ Test(heal, an_attempt_in_progress_at_close_keeps_its_tls_credentials)
     for (int64_t end = rw_now_ms() + 3000; rw_now_ms() < end && !rw_heal_test_busy(rs);)
         railwire_wait(rs, &c, 1, 50);
     cr_assert(rw_heal_test_busy(rs), "no heal attempt started");
+    /* The worker is in its connect once its SYN is out (and dropped). */
+    for (int64_t end = rw_now_ms() + 5000;
+         rw_now_ms() < end && !syn_sent_to(ntohs(a.sin_port));)
+        usleep(2000);
+    cr_assert(syn_sent_to(ntohs(a.sin_port)), "the heal worker never dialed the listener");
     railwire_railset_close(rs);
 
     /* Empty the queue: the worker's retried SYN (about 1 s after the first)
