@@ -240,10 +240,14 @@ static int build(struct rw_tls_creds *c, const railwire_tls_opts *o)
 int rw_tls_creds_new(const railwire_tls_opts *o, enum rw_tls_role role,
                      struct rw_tls_creds **out)
 {
-    struct rw_tls_creds *c = calloc(1, sizeof(*c));
+    struct rw_tls_creds *c;
     int rc;
 
     *out = NULL;
+    rc = rw_tls_init();
+    if (rc)
+        return rc;
+    c = calloc(1, sizeof(*c));
     if (!c)
         return RAILWIRE_E_NOMEM;
     atomic_init(&c->refs, 1);

@@ -10,6 +10,32 @@
 #include <time.h>
 
 #include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "common/log.h"
+#include "railwire/error.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_ok;
+
+static void init_openssl(void)
+{
+    init_ok = OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_LOAD_SSL_STRINGS |
+                                   OPENSSL_INIT_LOAD_CRYPTO_STRINGS,
+                               NULL) == 1;
+}
+
+int rw_tls_init(void)
+{
+    pthread_once(&init_once, init_openssl);
+    if (init_ok)
+        return 0;
+    char why[256];
+    rw_err("TLS: OpenSSL failed to initialize: %s; check the OpenSSL installation "
+           "(libssl3) and its configuration (OPENSSL_CONF)",
+           rw_tls_ossl_errors(why, sizeof(why)));
+    return RAILWIRE_E_SYSTEM;
+}
 
 char *rw_tls_ossl_errors(char *buf, size_t cap)
 {

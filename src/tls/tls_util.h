@@ -6,6 +6,17 @@
 #include <signal.h>
 #include <stddef.h>
 
+/* Initializes OpenSSL for railwire, once per process, before its first
+ * use by railwire: without the exit handler that frees OpenSSL's global
+ * state (OPENSSL_INIT_NO_ATEXIT).  railwire's threads (a heal attempt that
+ * outlives its railset's close, the loops of a server or railset the
+ * program did not close) may still be inside OpenSSL when the program
+ * exits; freeing that state under them crashes them.  The memory is the
+ * kernel's to reclaim at exit.  Has no effect where the program set
+ * OpenSSL up before (its own choice stands).  Returns 0, or
+ * RAILWIRE_E_SYSTEM (logged) when OpenSSL cannot initialize. */
+int rw_tls_init(void);
+
 /* Writes OpenSSL's queued errors of this thread ("reason; reason") into buf
  * ("no detail" when the queue is empty) and clears the queue.  Returns buf. */
 char *rw_tls_ossl_errors(char *buf, size_t cap);

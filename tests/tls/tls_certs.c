@@ -13,6 +13,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include "tls/tls_util.h"
+
 #define DAY (24L * 3600L)
 
 char *tls_path(char *buf, size_t cap, const char *dir, const char *name)
@@ -167,6 +169,8 @@ int tls_certs_make(char *dir, size_t cap)
     X509 *ca = NULL, *oca = NULL;
     int rc = -1;
 
+    if (rw_tls_init()) /* OpenSSL as railwire sets it up, before its first use here */
+        return -1;
     snprintf(dir, cap, "/tmp/rw-tls-XXXXXX");
     if (!mkdtemp(dir))
         return -1;
