@@ -293,6 +293,24 @@ static int rx_header(struct rw_tcp_cli_ep *ep, size_t *got, int *small, const ch
     return rx_payload(ep, got, what);
 }
 
+/* Whether a plain rail has nothing to read: every request answered,
+ * nothing staged, no hang-up noted.  Its socket then holds no answer (an
+ * answer only follows its request, counted in ep->posted before it is
+ * sent), so the pass ends without the recv that could only fail with
+ * EAGAIN: at one request per rail, that recv was a third of the client's
+ * receive calls.  An answer to a later request brings a new edge; a
+ * hang-up is noted by the loop (rx->hup) and read.  Bytes the server sends
+ * unasked wait for the next answer's header check (a protocol error then).
+ * TLS may hold records back, so a TLS rail always asks. */
+static int rx_nothing_due(struct rw_tcp_cli_ep *ep)
+{
+    const struct rw_tcp_rx *rx = ep->rxs.rx;
+
+    if (rx->tls || rw_tcp_rx_avail(rx) || atomic_load_explicit(&rx->hup, memory_order_acquire))
+        return 0;
+    return rw_tcp_cli_rx_idle(ep);
+}
+
 void rw_tcp_cli_rx_hup(struct rw_tcp_cli_ep *ep)
 {
     atomic_store_explicit(&ep->rxs.rx->hup, 1, memory_order_release);
@@ -312,6 +330,8 @@ int rw_tcp_cli_rx_run(struct rw_tcp_cli_ep *ep, uint64_t *spin_ns)
             rc = rx_verdict(ep, &got, &what);
         else if (ep->rxs.left)
             rc = rx_payload(ep, &got, &what);
+        else if (rx_nothing_due(ep))
+            rc = WOULD_BLOCK; /* small stays 0: nothing to spin for */
         else
             rc = rx_header(ep, &got, &small, &what);
         if (rc)

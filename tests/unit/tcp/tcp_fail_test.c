@@ -286,6 +286,50 @@ Test(tcp_fail, server_ep_destroyed_is_rail_down)
     free(buf);
 }
 
+/* Whether the client ep has learned that its rail is dead. */
+static int cli_dead(struct rw_ep *ep)
+{
+    struct rw_tcp_cli_ep *c = rw_container_of(ep, struct rw_tcp_cli_ep, base);
+    pthread_mutex_lock(&c->lock);
+    int dead = c->state == RW_TCP_CLI_DEAD;
+    pthread_mutex_unlock(&c->lock);
+    return dead;
+}
+
+/* A rail with every request answered skips the receive that could only
+ * find the socket empty (rx_nothing_due); the server's end of stream must
+ * still end it at once, with nothing posted, though the I/O timeout is a
+ * minute away. */
+Test(tcp_fail, idle_rail_whose_server_goes_away_goes_down)
+{
+    enum { LEN = 64 * 1024 };
+    struct tpair p;
+    uint8_t *buf = malloc(LEN);
+    struct rw_mr *lmr;
+    struct rw_wc wc;
+
+    cr_assert_not_null(buf);
+    t_open(&p, "127.0.0.1", 60000);
+    t_connect(&p, NULL, 0, 4);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, LEN, RW_ACCESS_LOCAL, &lmr), 0);
+    struct rw_wr wr = {.wr_id = 1, .opcode = RW_OP_READ, .local = buf, .mr = lmr, .length = LEN,
+                       .remote_addr = p.smr->remote_base, .rkey = p.smr->rkey};
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, &wr, 1), 1);
+    cr_assert_eq(t_wait(p.cep, &wc, 1, 10000), 1);
+    cr_assert_eq(wc.status, 0);
+    cr_assert(!cli_dead(p.cep));
+    rw_tcp_ops.ep_destroy(p.sep);
+    p.sep = NULL;
+    int64_t deadline = rw_now_ms() + 10000;
+    while (!cli_dead(p.cep) && rw_ms_left(deadline) > 0)
+        usleep(1000);
+    cr_assert(cli_dead(p.cep), "an idle rail whose server went away is still up");
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, &wr, 1), RAILWIRE_E_RAIL_DOWN);
+    rw_tcp_ops.mr_dereg(lmr);
+    t_close(&p);
+    free(buf);
+}
+
 /* Objects can be torn down without connecting, and a server domain with a
  * parked connection closes cleanly. */
 Test(tcp_fail, teardown_unconnected_and_parked)
