@@ -297,8 +297,8 @@ static int rx_header(struct rw_tcp_cli_ep *ep, size_t *got, int *small, const ch
  * nothing staged, no hang-up noted.  Its socket then holds no answer (an
  * answer only follows its request, counted in ep->posted before it is
  * sent), so the pass ends without the recv that could only fail with
- * EAGAIN: at one request per rail, that recv was a third of the client's
- * receive calls.  An answer to a later request brings a new edge; a
+ * EAGAIN (about half of the client's EAGAIN receives at 64 rails of
+ * 64 KiB READs, docs/tcp-transport.md).  An answer to a later request brings a new edge; a
  * hang-up is noted by the loop (rx->hup) and read.  Bytes the server sends
  * unasked wait for the next answer's header check (a protocol error then).
  * TLS may hold records back, so a TLS rail always asks. */
