@@ -245,7 +245,20 @@ static int rx_header(struct rw_tcp_cli_ep *ep, size_t *got, int *small, const ch
     int rc;
 
     if (rw_tcp_rx_avail(rx) < RW_TCP_RESP_SIZE) {
-        rc = rx_fill(rx, RW_TCP_RESP_SIZE, rx_want(ep, small), got);
+        size_t want = rx_want(ep, small);
+        /* Nothing due (every request answered), nothing staged, no hang-up
+         * noted: the socket holds no answer, since an answer only follows
+         * its request, counted in ep->posted before it is sent.  The pass
+         * ends without the recv that could only fail with EAGAIN (about
+         * half of the client's EAGAIN receives at 64 rails of 64 KiB
+         * READs, docs/tcp-transport.md).  A later answer brings a new edge;
+         * a hang-up is noted by the loop (rx->hup) and read.  Bytes the
+         * server sends unasked wait for the next answer's header check (a
+         * protocol error then).  TLS may hold records back: it always asks. */
+        if (!want && !rx->tls && !rw_tcp_rx_avail(rx) &&
+            !atomic_load_explicit(&rx->hup, memory_order_acquire))
+            return WOULD_BLOCK; /* *small is 0: nothing to spin for */
+        rc = rx_fill(rx, RW_TCP_RESP_SIZE, want, got);
         if (rc) {
             if (rc != WOULD_BLOCK)
                 *what = rc == RAILWIRE_E_CLOSED ? "the server closed the connection"
@@ -293,24 +306,6 @@ static int rx_header(struct rw_tcp_cli_ep *ep, size_t *got, int *small, const ch
     return rx_payload(ep, got, what);
 }
 
-/* Whether a plain rail has nothing to read: every request answered,
- * nothing staged, no hang-up noted.  Its socket then holds no answer (an
- * answer only follows its request, counted in ep->posted before it is
- * sent), so the pass ends without the recv that could only fail with
- * EAGAIN (about half of the client's EAGAIN receives at 64 rails of
- * 64 KiB READs, docs/tcp-transport.md).  An answer to a later request brings a new edge; a
- * hang-up is noted by the loop (rx->hup) and read.  Bytes the server sends
- * unasked wait for the next answer's header check (a protocol error then).
- * TLS may hold records back, so a TLS rail always asks. */
-static int rx_nothing_due(struct rw_tcp_cli_ep *ep)
-{
-    const struct rw_tcp_rx *rx = ep->rxs.rx;
-
-    if (rx->tls || rw_tcp_rx_avail(rx) || atomic_load_explicit(&rx->hup, memory_order_acquire))
-        return 0;
-    return rw_tcp_cli_rx_idle(ep);
-}
-
 void rw_tcp_cli_rx_hup(struct rw_tcp_cli_ep *ep)
 {
     atomic_store_explicit(&ep->rxs.rx->hup, 1, memory_order_release);
@@ -330,8 +325,6 @@ int rw_tcp_cli_rx_run(struct rw_tcp_cli_ep *ep, uint64_t *spin_ns)
             rc = rx_verdict(ep, &got, &what);
         else if (ep->rxs.left)
             rc = rx_payload(ep, &got, &what);
-        else if (rx_nothing_due(ep))
-            rc = WOULD_BLOCK; /* small stays 0: nothing to spin for */
         else
             rc = rx_header(ep, &got, &small, &what);
         if (rc)

@@ -297,7 +297,7 @@ static int cli_dead(struct rw_ep *ep)
 }
 
 /* A rail with every request answered skips the receive that could only
- * find the socket empty (rx_nothing_due); the server's end of stream must
+ * find the socket empty (rx_header); the server's end of stream must
  * still end it at once, with nothing posted, though the I/O timeout is a
  * minute away. */
 Test(tcp_fail, idle_rail_whose_server_goes_away_goes_down)
