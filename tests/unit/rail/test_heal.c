@@ -275,29 +275,27 @@ Test(heal, rails_of_a_session_whose_control_ended_move_without_going_down)
     free(buf);
 }
 
-Test(heal, close_does_not_wait_for_an_attempt_in_progress)
+/* A loopback listener with `backlog` that never accepts on its own (a
+ * "server" that never answers); its address in *a.  Returns its fd. */
+static int silent_listener(int backlog, struct sockaddr_in *a)
 {
-    /* A "server" that accepts TCP connections (the kernel's backlog) but
-     * never answers: a heal attempt through it blocks for the io timeout. */
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-    cr_assert_eq(listen(lfd, 16), 0);
-    socklen_t sl = sizeof(a);
-    getsockname(lfd, (struct sockaddr *)&a, &sl);
+    *a = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(lfd, (struct sockaddr *)a, sizeof(*a)), 0);
+    cr_assert_eq(listen(lfd, backlog), 0);
+    socklen_t sl = sizeof(*a);
+    cr_assert_eq(getsockname(lfd, (struct sockaddr *)a, &sl), 0);
+    return lfd;
+}
 
-    railwire_server *s = server("0");
-    railwire_railset_opts o = opts(1);
-    o.io_timeout_ms = 4000;
-    o.all_down_timeout_ms = 60000;
-    railwire_railset *rs;
-    cr_assert_eq(connect_to(s, &o, &rs), 0);
-    /* Point later sessions at the silent listener, then lose the rail. */
-    railwire_server_destroy(s);
-    char silent[16];
-    snprintf(silent, sizeof(silent), "%u", ntohs(a.sin_port));
-    rw_heal_test_set_port(rs, silent);
-    uint8_t buf[64];
+/* Points rs's later sessions at `port` (its server is gone), loses its
+ * rail with a 1-byte READ and waits until a heal attempt is in progress. */
+static void await_heal_attempt_through(railwire_railset *rs, uint16_t port)
+{
+    static uint8_t buf[64];
+    char p[16];
+    snprintf(p, sizeof(p), "%u", port);
+    rw_heal_test_set_port(rs, p);
     railwire_mr *mr;
     cr_assert_eq(railwire_mr_register(rs, buf, sizeof(buf), &mr), 0);
     railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 1};
@@ -307,6 +305,24 @@ Test(heal, close_does_not_wait_for_an_attempt_in_progress)
     for (int64_t end = rw_now_ms() + 3000; rw_now_ms() < end && !rw_heal_test_busy(rs);)
         railwire_wait(rs, &c, 1, 50);
     cr_assert(rw_heal_test_busy(rs), "no heal attempt started");
+}
+
+Test(heal, close_does_not_wait_for_an_attempt_in_progress)
+{
+    /* A "server" that accepts TCP connections (the kernel's backlog) but
+     * never answers: a heal attempt through it blocks for the io timeout. */
+    struct sockaddr_in a;
+    int lfd = silent_listener(16, &a);
+
+    railwire_server *s = server("0");
+    railwire_railset_opts o = opts(1);
+    o.io_timeout_ms = 4000;
+    o.all_down_timeout_ms = 60000;
+    railwire_railset *rs;
+    cr_assert_eq(connect_to(s, &o, &rs), 0);
+    /* Point later sessions at the silent listener, then lose the rail. */
+    railwire_server_destroy(s);
+    await_heal_attempt_through(rs, ntohs(a.sin_port));
     int64_t t0 = rw_now_ms();
     railwire_railset_close(rs);
     int64_t took = rw_now_ms() - t0;
@@ -360,12 +376,8 @@ Test(heal, an_attempt_in_progress_at_close_keeps_its_tls_credentials)
     railwire_tls_opts_init(&t);
     t.psk_file = psk;
 
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-    cr_assert_eq(listen(lfd, 0), 0); /* room for one queued connection */
-    socklen_t sl = sizeof(a);
-    getsockname(lfd, (struct sockaddr *)&a, &sl);
+    struct sockaddr_in a;
+    int lfd = silent_listener(0, &a); /* room for one queued connection */
     int filler = socket(AF_INET, SOCK_STREAM, 0);
     cr_assert_eq(connect(filler, (struct sockaddr *)&a, sizeof(a)), 0);
 
@@ -389,21 +401,8 @@ Test(heal, an_attempt_in_progress_at_close_keeps_its_tls_credentials)
     railwire_railset *rs;
     cr_assert_eq(connect_to(s, &o, &rs), 0);
     railwire_server_destroy(s);
-    char port[16];
-    snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
-    rw_heal_test_set_port(rs, port);
     uint64_t freed = rw_heal_test_healers_freed();
-
-    uint8_t buf[64];
-    railwire_mr *mr;
-    cr_assert_eq(railwire_mr_register(rs, buf, sizeof(buf), &mr), 0);
-    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 1};
-    railwire_handle h;
-    cr_assert_eq(railwire_submit(rs, &op, &h), 0);
-    railwire_completion c;
-    for (int64_t end = rw_now_ms() + 3000; rw_now_ms() < end && !rw_heal_test_busy(rs);)
-        railwire_wait(rs, &c, 1, 50);
-    cr_assert(rw_heal_test_busy(rs), "no heal attempt started");
+    await_heal_attempt_through(rs, ntohs(a.sin_port));
     /* The worker is in its connect once its SYN is out (and dropped). */
     for (int64_t end = rw_now_ms() + 5000;
          rw_now_ms() < end && !syn_sent_to(ntohs(a.sin_port));)
