@@ -71,17 +71,24 @@ static int rx_known_dry(const struct rw_tcp_rx *rx)
     return 1;
 }
 
+/* Whether rx is a plain socket that has not hung up: a byte it does not
+ * hold yet brings a new edge to the loop's edge-triggered set (or keeps an
+ * attending caller's level-triggered wait fd readable), and the next pass
+ * (rw_tcp_cli_rx_run) asks the socket again.  TLS may hold decrypted bytes
+ * back, and a hang-up or an error reported in the edge that brought the
+ * data is still to be read behind it and raises no edge again: neither
+ * may be taken for empty. */
+static int rx_edge_brings_more(const struct rw_tcp_rx *rx)
+{
+    return !rx->tls && !atomic_load_explicit(&rx->hup, memory_order_acquire);
+}
+
 /* Whether a read of `got` bytes where `asked` were asked leaves the socket
- * known empty for the rest of the pass: a short read of a plain socket
- * that has not hung up.  Its next byte brings a new edge to the loop's
- * edge-triggered set (or keeps an attending caller's level-triggered wait
- * fd readable), and the next pass (rw_tcp_cli_rx_run) asks the socket
- * again.  TLS may hold decrypted bytes back, so only a plain socket is
- * known dry.  A hang-up or an error reported in the edge that brought the
- * data is still to be read behind it, and raises no edge again. */
+ * known empty for the rest of the pass: a short read of a socket whose
+ * next byte brings an edge. */
 static int rx_short_is_dry(const struct rw_tcp_rx *rx, size_t got, size_t asked)
 {
-    return !rx->tls && got < asked && !atomic_load_explicit(&rx->hup, memory_order_acquire);
+    return got < asked && rx_edge_brings_more(rx);
 }
 
 /* rw_tcp_rx_recv, except on a socket known to be empty in this pass
@@ -254,9 +261,8 @@ static int rx_header(struct rw_tcp_cli_ep *ep, size_t *got, int *small, const ch
          * READs, docs/tcp-transport.md).  A later answer brings a new edge;
          * a hang-up is noted by the loop (rx->hup) and read.  Bytes the
          * server sends unasked wait for the next answer's header check (a
-         * protocol error then).  TLS may hold records back: it always asks. */
-        if (!want && !rx->tls && !rw_tcp_rx_avail(rx) &&
-            !atomic_load_explicit(&rx->hup, memory_order_acquire))
+         * protocol error then). */
+        if (!want && !rw_tcp_rx_avail(rx) && rx_edge_brings_more(rx))
             return WOULD_BLOCK; /* *small is 0: nothing to spin for */
         rc = rx_fill(rx, RW_TCP_RESP_SIZE, want, got);
         if (rc) {
