@@ -45,6 +45,18 @@ void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep)
         rw_warn_rl("tcp: cannot signal the completion eventfd: %s", strerror(errno));
 }
 
+/* With ep->lock held, for an ep that just died: shuts its socket down.
+ * With requests unanswered it aborts the connection instead (rw_tcp_abort):
+ * their WRITEs' bytes may still sit in the socket's queue, and the railset
+ * carries them again on other rails. */
+static void end_socket_locked(struct rw_tcp_cli_ep *ep)
+{
+    if (ep->posted != ep->answered)
+        rw_tcp_abort(ep->fd);
+    else
+        shutdown(ep->fd, SHUT_RDWR);
+}
+
 void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
 {
     pthread_mutex_lock(&ep->lock);
@@ -55,7 +67,7 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
             rw_warn_rl("tcp: rail qpn 0x%08x (%s) is down: %s; %llu outstanding request(s) fail "
                     "with rail-down", (unsigned)ep->base.local.qpn, ep->dom->base.name, what,
                     (unsigned long long)(ep->posted - ep->done));
-        shutdown(ep->fd, SHUT_RDWR);
+        end_socket_locked(ep);
     }
     pthread_mutex_unlock(&ep->lock);
 }
@@ -396,7 +408,7 @@ void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep)
         ep->err = RAILWIRE_E_CLOSED;
         rw_debug("tcp: rail qpn 0x%08x killed with %llu outstanding request(s)",
                  (unsigned)ep->base.local.qpn, (unsigned long long)(ep->posted - ep->done));
-        shutdown(ep->fd, SHUT_RDWR);
+        end_socket_locked(ep);
     } else if (ep->state == RW_TCP_CLI_NEW) {
         ep->state = RW_TCP_CLI_DEAD;
     }

@@ -78,6 +78,24 @@ void rw_tcp_set_io_timeouts(int fd, int ms)
         rw_warn_rl("tcp: setsockopt(SO_SNDTIMEO/SO_RCVTIMEO) failed: %s", strerror(errno));
 }
 
+void rw_tcp_abort(int fd)
+{
+    struct sockaddr sa = {.sa_family = AF_UNSPEC};
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+    /* connect() to AF_UNSPEC disconnects a TCP socket on the spot: its send
+     * queue is dropped and the peer gets a reset.  Should the kernel refuse
+     * (a thread blocked in the socket), a zero linger drops the queue at
+     * the close instead. */
+    if (connect(fd, &sa, sizeof(sa)) < 0) {
+        rw_debug("tcp: disconnecting a rail socket failed (%s); its queue is dropped at close",
+                 strerror(errno));
+        if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
+            rw_warn_rl("tcp: setsockopt(SO_LINGER) failed: %s", strerror(errno));
+    }
+    shutdown(fd, SHUT_RDWR); /* wakes whoever polls it (ENOTCONN once disconnected) */
+}
+
 int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_storage *remote,
                    int timeout_ms, int io_timeout_ms, int *out)
 {

@@ -29,6 +29,14 @@ int rw_tcp_set_nonblock(int fd, int on);
  * slower to notice a dead peer). */
 void rw_tcp_tune(int fd, int io_timeout_ms, unsigned sockbuf);
 
+/* Ends a connection whose queued bytes must never reach the peer (a rail
+ * dying with requests outstanding: its WRITEs are carried again on other
+ * rails, and a late copy from this one, sent once a flapping link comes
+ * back, would land over whatever was written there since).  Drops what
+ * the socket still queues, sends the peer a reset, and shuts the socket
+ * down; the fd stays open for its owner to close. */
+void rw_tcp_abort(int fd);
+
 /* Sets SO_SNDTIMEO and SO_RCVTIMEO to ms (blocking data-path I/O then fails
  * with RAILWIRE_E_TIMEOUT after ms without progress). */
 void rw_tcp_set_io_timeouts(int fd, int ms);

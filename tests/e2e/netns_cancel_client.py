@@ -10,10 +10,17 @@ once the parent has stalled rail 0 (nft drop) and written "go", one phase:
             cancelled one comes back within op_timeout (+ checking) of its
             cancel, no completion ever comes after a transfer's completion,
             and every other transfer verifies.
+  flap      a WRITE striped over both rails: rail 0 dies by the op timeout
+            with its slices still queued in its socket, and they finish on
+            rail 1; a second WRITE of other bytes to the same place
+            finishes; the client then prints "restore", the parent gives
+            rail 0 its link back and writes "go", and after a wait longer
+            than TCP's retransmission backoff the remote bytes must still be
+            the second WRITE's: nothing the dead rail held ever lands.
 
 Driven only by Railset.fileno() and poll(), no wait().  Prints "ready" after
 the healthy run and "ok ..." at the end; exits non-zero on a failure.
-usage: netns_cancel_client.py --connect HOST:PORT --local-addrs A,B --phase deadline|cancel
+usage: netns_cancel_client.py --connect HOST:PORT --local-addrs A,B --phase deadline|cancel|flap
 """
 import argparse
 import selectors
@@ -155,11 +162,44 @@ def phase_cancel(run):
         cancelled, worst, ok)
 
 
+def phase_flap(run):
+    n = 1 << 20
+    off = SPAN - n  # the arena's last MiB (each phase has a server of its own)
+    first, second = 0x11, 0x22
+    buf = np.full(2 * n, first, dtype=np.uint8)
+    buf[n:] = second
+    mr = run.rs.register(buf)
+    t0 = time.monotonic()
+    run.rs.write(mr, 0, n, off, timeout=60)
+    took = time.monotonic() - t0
+    states = [st.get("state") for st in run.rs.stats()]
+    if took < OP_TIMEOUT * 0.9:
+        fail("the first WRITE finished in %.2f s: none of it waited on the stalled rail" % took)
+    run.rs.write(mr, n, n, off, timeout=60)
+    print("restore (first WRITE %.2f s, rail states %s)" % (took, states), flush=True)
+    if sys.stdin.readline().strip() != "go":
+        fail("no go after the restore")
+    # A segment lost at t goes out again at t + 0.2, 0.6, 1.4, 3.0, 6.2 s
+    # (doubling from the 200 ms floor), so every queued byte of the dead
+    # rail would have been sent again within this wait.
+    time.sleep(8)
+    back = np.zeros(n, dtype=np.uint8)
+    run.rs.read(run.rs.register(back), 0, n, off, timeout=60)
+    stale = int(np.count_nonzero(back == first))
+    if stale:
+        fail("%d of %d bytes at the remote are the first WRITE's again: the dead rail's queued "
+             "bytes landed after the second WRITE" % (stale, n))
+    if not (back == second).all():
+        fail("the remote bytes are neither WRITE's")
+    return "flap: first WRITE in %.2f s across the rail's death; the second WRITE's bytes held " \
+           "after the link came back" % took
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--connect", required=True)
     ap.add_argument("--local-addrs", required=True)
-    ap.add_argument("--phase", choices=["deadline", "cancel"], required=True)
+    ap.add_argument("--phase", choices=["deadline", "cancel", "flap"], required=True)
     a = ap.parse_args()
     host, _, port = a.connect.rpartition(":")
     rs = railwire.connect(host, int(port), rails=2, dialect="rw", transport="tcp",
@@ -170,7 +210,7 @@ def main():
     print("ready (healthy: %d reads, no deadline fired)" % n, flush=True)
     if sys.stdin.readline().strip() != "go":
         fail("no go")
-    msg = phase_deadline(run) if a.phase == "deadline" else phase_cancel(run)
+    msg = {"deadline": phase_deadline, "cancel": phase_cancel, "flap": phase_flap}[a.phase](run)
     print("ok " + msg, flush=True)
     rs.close()
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Cancel and per-transfer deadlines under a stalled rail, in the network
+"""Cancel, per-transfer deadlines and a flapping link under a stalled rail, in the network
 namespaces of netns_test.py (its helpers build and remove them):
 `railwire serve` in the server namespace, netns_cancel_client.py (the
 railwire Python package) in the client namespace; once the client's healthy
@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYPATH = None
 
 
-def run_phase(phase):
+def run_phase(phase, restore=False):
     nt.nft_reset()
     nt.link_up_all()
     s = nt.serve("rw")
@@ -45,6 +45,15 @@ def run_phase(phase):
         nt.fault_drop(0)
         p.stdin.write("go\n")
         p.stdin.flush()
+        if restore:
+            # the client's cue to give the stalled rail its link back
+            line = p.stdout.readline()
+            check(line.startswith("restore"), "client did not ask for the restore: %r %s" % (
+                line, p.stderr.read() if p.poll() is not None else ""))
+            print("  " + line.strip())
+            nt.nft_reset()
+            p.stdin.write("go\n")
+            p.stdin.flush()
         out, err = p.communicate(timeout=120)
         check(p.returncode == 0 and out.startswith("ok"),
               "client failed (rc %s):\n%s\n%s\nserver log:\n%s" % (p.returncode, out, err[-4000:],
@@ -64,6 +73,10 @@ def test_deadline_on_a_stalled_rail():
 
 def test_cancel_under_load_with_a_stalled_rail():
     run_phase("cancel")
+
+
+def test_a_dead_rails_queued_write_never_lands_after_the_link_returns():
+    run_phase("flap", restore=True)
 
 
 def main():

@@ -4,9 +4,12 @@
  * once with RAILWIRE_E_RAIL_DOWN, later posts fail, and no buffer is written
  * after ep_kill returns. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -347,4 +350,85 @@ Test(tcp_fail, teardown_unconnected_and_parked)
     cr_assert_eq(rw_tcp_ops.ep_connect(p.cep, &id, 200), RAILWIRE_E_TIMEOUT);
     cr_assert_eq(rw_tcp_ops.ep_post(p.cep, NULL, 0), RAILWIRE_E_STATE);
     t_close(&p);
+}
+
+/* Reads fd until it ends or fails (bounded by timeout_ms without a byte).
+ * Returns the bytes read; *reset says whether it ended with a reset. */
+static size_t drain_peer(int fd, int timeout_ms, int *reset)
+{
+    static uint8_t sink[1 << 16];
+    size_t total = 0;
+    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+
+    cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    *reset = 0;
+    for (;;) {
+        ssize_t k = recv(fd, sink, sizeof(sink), 0);
+        if (k > 0) {
+            total += (size_t)k;
+            continue;
+        }
+        cr_assert(k == 0 || errno == ECONNRESET, "the rail's peer saw neither an end nor a reset "
+                  "within %d ms (%s)", timeout_ms, strerror(errno));
+        *reset = k < 0;
+        return total;
+    }
+}
+
+/* A rail killed with WRITEs still queued in its socket (its peer stopped
+ * reading: a link that went away) must never deliver them later: the
+ * railset carries them again on another rail, and a copy that arrived once
+ * the link came back would land over whatever was written there since
+ * (tests/e2e/netns_cancel_test.py shows it end to end).  The peer gets what
+ * had reached it before the kill, then a reset; before the fix it read the
+ * whole queue and an orderly end. */
+Test(tcp_fail, a_killed_rails_queued_writes_never_reach_the_peer, .timeout = 60)
+{
+    enum { LEN = 8 << 20 };
+    struct rw_domain_cfg cc = {.role = RW_ROLE_CLIENT, .device = "127.0.0.1"};
+    struct rw_ep_cfg ecfg = {.depth = 4, .lazy_verdict = 1};
+    struct rw_domain *cdom;
+    struct rw_ep *ep;
+    struct rw_mr *lmr;
+    struct rw_wr wrs[2];
+    struct rw_wc wcs[2];
+    uint16_t port;
+    uint8_t *buf = malloc(LEN);
+    int lfd, sfd, reset;
+    size_t got;
+
+    cr_assert_not_null(buf);
+    memset(buf, CANARY, LEN);
+    /* A listener that does not accept yet: the kernel completes the
+     * connection and holds what arrives in the receive queue, so the rest
+     * stays queued in the rail's socket. */
+    lfd = t_listen_loopback(4, &port);
+    struct rw_qp_id id = t_loopback_id(port, 0, 0);
+    cr_assert_eq(rw_tcp_ops.domain_open(&cc, &cdom), 0);
+    cr_assert_eq(rw_tcp_ops.ep_create(cdom, &ecfg, &ep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_connect(ep, &id, 5000), 0);
+    cr_assert_eq(rw_tcp_ops.mr_reg(cdom, buf, LEN, RW_ACCESS_LOCAL, &lmr), 0);
+    for (int i = 0; i < 2; i++)
+        wrs[i] = (struct rw_wr){.wr_id = (uint64_t)i, .opcode = RW_OP_WRITE, .local = buf,
+                                .mr = lmr, .length = LEN, .remote_addr = 0, .rkey = 1};
+    cr_assert_eq(rw_tcp_ops.ep_post(ep, wrs, 2), 2);
+    usleep(300 * 1000); /* the rail fills both sockets' buffers */
+    rw_tcp_ops.ep_kill(ep);
+    cr_assert_eq(rw_tcp_ops.ep_poll(ep, wcs, 2), 2, "both WRITEs complete at the kill");
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(wcs[i].status, RAILWIRE_E_RAIL_DOWN);
+
+    sfd = accept(lfd, NULL, NULL);
+    cr_assert_geq(sfd, 0);
+    got = drain_peer(sfd, 10000, &reset);
+    cr_log_info("the killed rail's peer read %zu bytes, then %s", got, reset ? "a reset" : "an end");
+    cr_assert(reset, "the killed rail ended in order after %zu bytes: its queue was sent", got);
+    cr_assert_lt(got, (size_t)LEN, "%zu bytes reached the peer after the kill (a WRITE is %d)", got,
+                 LEN);
+    close(sfd);
+    close(lfd);
+    rw_tcp_ops.ep_destroy(ep);
+    rw_tcp_ops.mr_dereg(lmr);
+    rw_tcp_ops.domain_close(cdom);
+    free(buf);
 }
