@@ -160,6 +160,10 @@ struct rw_tcp_conn {
     int rx_hup;                     /* the loop saw the socket hang up or fail: that
                                        edge does not come again, so a short read
                                        no longer sets rx_dry */
+    int rx_reset;                   /* the loop saw the socket fail (EPOLLERR: a reset
+                                       or a timeout): nothing more is read from it,
+                                       so no WRITE queued by a client that gave the
+                                       rail up is applied after the fact */
     struct rw_tcp_conn *tick_next, *tick_prev;
     /* guarded by loop->lock */
     struct rw_tcp_conn *add_next;   /* in loop->adds (links apart: a kill may be */
@@ -336,7 +340,8 @@ void rw_tcp_tls_close(int fd, struct rw_tls_conn *tls);
 int rw_tcp_send_verdict(int fd, struct rw_tls_conn *tls, uint8_t v);
 /* The served connection's reads and writes: recv(2)/sendmsg(2) semantics
  * (-1 with errno EAGAIN when the socket would block, ECONNRESET for a TLS
- * failure, logged), inside TLS when c->tls is set. */
+ * failure, logged, and for every read once the loop saw the socket fail:
+ * c->rx_reset), inside TLS when c->tls is set. */
 ssize_t rw_tcp_conn_recv(struct rw_tcp_conn *c, void *buf, size_t n);
 ssize_t rw_tcp_conn_sendmsg(struct rw_tcp_conn *c, const struct msghdr *mh, int flags);
 /* Client rails, the same: a receive through rx->tls when set, a send

@@ -9,6 +9,7 @@
 #include "tcp/tcp_loop.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,15 @@ static int do_register(struct rw_tcp_loop *l, struct rw_tcp_conn *c)
     return 0;
 }
 
+/* 1 when fd has an error pending (a reset: see rx_reset in tcp_internal.h),
+ * without taking the error. */
+static int socket_failed(int fd)
+{
+    struct pollfd p = {.fd = fd};
+
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLERR);
+}
+
 /* Runs the queued commands.  Returns 1 when the loop must stop. */
 static int do_commands(struct rw_tcp_loop *l)
 {
@@ -126,7 +136,10 @@ static int do_commands(struct rw_tcp_loop *l)
             c->ops->close(c, NULL);
             continue;
         }
-        c->ops->run(c); /* requests may have arrived before the registration */
+        /* Requests may have arrived before the registration, and with
+         * them a reset that no event has reported yet. */
+        c->rx_reset = socket_failed(c->fd);
+        c->ops->run(c);
     }
     for (c = kills; c; c = next) {
         next = c->kill_next;
@@ -228,6 +241,8 @@ static void *loop_main(void *arg)
                     c->rx_dry = 0;
                 if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
                     c->rx_hup = 1;
+                if (ev[i].events & EPOLLERR)
+                    c->rx_reset = 1;
                 c->ops->run(c);
             }
         }

@@ -83,6 +83,14 @@ int rw_tcp_send_verdict(int fd, struct rw_tls_conn *tls, uint8_t v)
 
 ssize_t rw_tcp_conn_recv(struct rw_tcp_conn *c, void *buf, size_t n)
 {
+    /* A failed socket still hands out what it had queued, but a client
+     * resets a rail only when it has given it up with requests unanswered
+     * (rw_tcp_abort) and carries them again elsewhere: a WRITE read now
+     * would land after the copy that replaced it. */
+    if (c->rx_reset) {
+        errno = ECONNRESET;
+        return -1;
+    }
 #if RAILWIRE_HAVE_TLS
     if (c->tls) {
         rw_tls_thread_hold_sigpipe(); /* a server loop thread (tcp_serve.c) */

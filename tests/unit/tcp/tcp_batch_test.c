@@ -371,3 +371,42 @@ Test(tcp_batch, half_a_request_and_the_end_of_stream_in_one_edge_end_the_rail, .
                  "the server ended the rail at the client's end of stream");
     raw_close(&c);
 }
+
+/* A WRITE and the client's reset reach the server's socket while its loop
+ * is held: the client gave the rail up with the WRITE unanswered (a client
+ * rail dying with requests outstanding aborts its connection) and carries
+ * the WRITE on another rail, so the server must not apply it late.  Linux
+ * still hands out the queued bytes after a reset; before the fix the loop
+ * read them and wrote the arena. */
+Test(tcp_batch, a_write_queued_behind_the_clients_reset_is_not_applied, .timeout = 60)
+{
+    static uint8_t buf[RW_TCP_REQ_SIZE + WLEN];
+    struct raw_conn c;
+    struct rw_tcp_srv_ep *sep;
+    struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+    uint8_t before[WLEN], rd[RLEN];
+    size_t n;
+
+    raw_open_io(&c, 0, 60000);
+    cr_assert_eq(wait_liveness(c.sep, RW_EP_LIVE, 10000), RW_EP_LIVE, "the rail is attached");
+    /* One READ answered: the connection runs on its loop (its first run,
+     * at the registration, is not what this test is about). */
+    n = put_req(buf, RW_TCP_OP_READ, RLEN, 0, c.p.smr->remote_base, c.p.smr->rkey, 0);
+    cr_assert_eq(send(c.fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
+    expect_answer(c.fd, 0, RW_TCP_ST_OK, RLEN, rd);
+    memcpy(before, c.p.smem, WLEN);
+    sep = rw_container_of(c.sep, struct rw_tcp_srv_ep, base);
+    t_park_thread(sep->conn.loop->thread);
+    n = put_req(buf, RW_TCP_OP_WRITE, WLEN, 1, c.p.smr->remote_base, c.p.smr->rkey,
+                (uint8_t)~before[0]);
+    cr_assert_eq(send(c.fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
+    usleep(20 * 1000); /* the WRITE is in the server's socket */
+    cr_assert_eq(connect(c.fd, &unspec, sizeof(unspec)), 0, "the client resets the rail");
+    usleep(50 * 1000); /* the reset is delivered on loopback */
+    t_release_thread();
+    cr_assert_eq(wait_liveness(c.sep, RW_EP_DEAD, 10000), RW_EP_DEAD,
+                 "the server ended the rail at the reset");
+    cr_assert_eq(memcmp(c.p.smem, before, WLEN), 0,
+                 "the WRITE queued behind the reset was applied to the arena");
+    raw_close(&c);
+}
