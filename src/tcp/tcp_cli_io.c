@@ -45,18 +45,6 @@ void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep)
         rw_warn_rl("tcp: cannot signal the completion eventfd: %s", strerror(errno));
 }
 
-/* With ep->lock held, for an ep that just died: shuts its socket down.
- * With requests unanswered it aborts the connection instead (rw_tcp_abort):
- * their WRITEs' bytes may still sit in the socket's queue, and the railset
- * carries them again on other rails. */
-static void end_socket_locked(struct rw_tcp_cli_ep *ep)
-{
-    if (ep->posted != ep->answered)
-        rw_tcp_abort(ep->fd);
-    else
-        shutdown(ep->fd, SHUT_RDWR);
-}
-
 void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
 {
     pthread_mutex_lock(&ep->lock);
@@ -67,7 +55,8 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
             rw_warn_rl("tcp: rail qpn 0x%08x (%s) is down: %s; %llu outstanding request(s) fail "
                     "with rail-down", (unsigned)ep->base.local.qpn, ep->dom->base.name, what,
                     (unsigned long long)(ep->posted - ep->done));
-        end_socket_locked(ep);
+        ep->abort_due = ep->posted != ep->answered;
+        shutdown(ep->fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&ep->lock);
 }
@@ -408,7 +397,8 @@ void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep)
         ep->err = RAILWIRE_E_CLOSED;
         rw_debug("tcp: rail qpn 0x%08x killed with %llu outstanding request(s)",
                  (unsigned)ep->base.local.qpn, (unsigned long long)(ep->posted - ep->done));
-        end_socket_locked(ep);
+        ep->abort_due = ep->posted != ep->answered;
+        shutdown(ep->fd, SHUT_RDWR);
     } else if (ep->state == RW_TCP_CLI_NEW) {
         ep->state = RW_TCP_CLI_DEAD;
     }
@@ -422,5 +412,14 @@ void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep)
     while ((ep->tx_busy || ep->rx_owner >= RW_TCP_RX_CALLER) &&
            rw_tcp_cond_wait_until(&ep->cond, &ep->lock, rw_now_ms() + ep->io_timeout_ms) == 0)
         ;
+    /* Requests unanswered (killed, or dead before): their WRITEs' bytes may
+     * still sit in the socket's queue, which a shutdown keeps sending, and
+     * the railset carries them again on other rails once this returns.  So
+     * the connection is aborted, now that no other thread is inside the
+     * socket (the loop dropped the ep, no sender or receiver is left). */
+    if (ep->abort_due && ep->fd >= 0 && !ep->tx_busy && ep->rx_owner < RW_TCP_RX_CALLER) {
+        ep->abort_due = 0;
+        rw_tcp_abort(ep->fd);
+    }
     pthread_mutex_unlock(&ep->lock);
 }

@@ -66,6 +66,7 @@ static void fork_parent(void)
 static void orphan_ep(struct rw_tcp_cli_ep *ep)
 {
     ep->link.orphan = 1;
+    ep->abort_due = 0; /* the parent's connection: never aborted from here */
     if (ep->state == RW_TCP_CLI_UP) {
         ep->state = RW_TCP_CLI_DEAD;
         ep->err = RAILWIRE_E_RAIL_DOWN;

@@ -262,6 +262,8 @@ struct rw_tcp_cli_ep {
     uint64_t posted, sent, answered, done, polled;
     size_t sent_off;                /* bytes of entry `sent` already on the wire */
     int tx_busy;                    /* a thread is writing to the socket */
+    int abort_due;                  /* died with requests unanswered: ep_kill aborts
+                                       the connection (rw_tcp_abort) */
     int out_wait;                   /* the loop's send hit EAGAIN: EPOLLOUT will run it */
     int64_t tx_mark_ms;             /* last send progress, or when sending began */
     int64_t rx_mark_ms;             /* last byte received */
