@@ -45,18 +45,26 @@ void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep)
         rw_warn_rl("tcp: cannot signal the completion eventfd: %s", strerror(errno));
 }
 
+/* With ep->lock held, for an ep that was up: marks it dead with err and
+ * shuts its socket down (waking whoever waits on it).  With requests
+ * unanswered, ep_kill aborts the connection later (abort_due). */
+static void die_locked(struct rw_tcp_cli_ep *ep, int err)
+{
+    ep->state = RW_TCP_CLI_DEAD;
+    ep->err = err;
+    ep->abort_due = ep->posted != ep->answered;
+    shutdown(ep->fd, SHUT_RDWR);
+}
+
 void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
 {
     pthread_mutex_lock(&ep->lock);
     if (ep->state == RW_TCP_CLI_UP) {
-        ep->state = RW_TCP_CLI_DEAD;
-        ep->err = err;
         if (what)
             rw_warn_rl("tcp: rail qpn 0x%08x (%s) is down: %s; %llu outstanding request(s) fail "
                     "with rail-down", (unsigned)ep->base.local.qpn, ep->dom->base.name, what,
                     (unsigned long long)(ep->posted - ep->done));
-        ep->abort_due = ep->posted != ep->answered;
-        shutdown(ep->fd, SHUT_RDWR);
+        die_locked(ep, err);
     }
     pthread_mutex_unlock(&ep->lock);
 }
@@ -393,12 +401,9 @@ void rw_tcp_cli_ep_kill(struct rw_tcp_cli_ep *ep)
 {
     pthread_mutex_lock(&ep->lock);
     if (ep->state == RW_TCP_CLI_UP) {
-        ep->state = RW_TCP_CLI_DEAD;
-        ep->err = RAILWIRE_E_CLOSED;
         rw_debug("tcp: rail qpn 0x%08x killed with %llu outstanding request(s)",
                  (unsigned)ep->base.local.qpn, (unsigned long long)(ep->posted - ep->done));
-        ep->abort_due = ep->posted != ep->answered;
-        shutdown(ep->fd, SHUT_RDWR);
+        die_locked(ep, RAILWIRE_E_CLOSED);
     } else if (ep->state == RW_TCP_CLI_NEW) {
         ep->state = RW_TCP_CLI_DEAD;
     }

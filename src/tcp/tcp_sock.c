@@ -93,7 +93,6 @@ void rw_tcp_abort(int fd)
         if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
             rw_warn_rl("tcp: setsockopt(SO_LINGER) failed: %s", strerror(errno));
     }
-    shutdown(fd, SHUT_RDWR); /* wakes whoever polls it (ENOTCONN once disconnected) */
 }
 
 int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_storage *remote,

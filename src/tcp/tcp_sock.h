@@ -33,8 +33,9 @@ void rw_tcp_tune(int fd, int io_timeout_ms, unsigned sockbuf);
  * dying with requests outstanding: its WRITEs are carried again on other
  * rails, and a late copy from this one, sent once a flapping link comes
  * back, would land over whatever was written there since).  Drops what
- * the socket still queues, sends the peer a reset, and shuts the socket
- * down; the fd stays open for its owner to close. */
+ * the socket still queues and sends the peer a reset; the fd stays open
+ * for its owner to close.  Call it once no other thread is inside the
+ * socket (the caller has shut it down already to wake them). */
 void rw_tcp_abort(int fd);
 
 /* Sets SO_SNDTIMEO and SO_RCVTIMEO to ms (blocking data-path I/O then fails
