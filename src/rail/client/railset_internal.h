@@ -199,6 +199,7 @@ struct railwire_railset {
     struct rw_rail_events ev; /* reported, not yet dispatched */
     railwire_handle next_handle;
     unsigned rr_start;        /* where the next rail choice starts scanning */
+    unsigned post_first;      /* the rail a round posts first (stripe.c: refused turns) */
     uint32_t pack_max_len;    /* slices of at most this many bytes are packed onto one
                                  rail at a time (stripe.c); 0: never (few rails) */
     struct rw_rail *rails;    /* n_rails entries, owned */

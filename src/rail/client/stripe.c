@@ -248,8 +248,16 @@ static size_t schedule_round(railwire_railset *rs)
         fill_wr(rs, r, s, &rs->post_wrs[(size_t)ri * batch + cnt[ri]++]);
     }
 
+    /* Rails are posted in turn, not in index order: a refusal may come from
+     * a resource the rails share (tcp's staging chunks for CUDA memory), and
+     * index order would hand it to the lowest rail every round, leaving the
+     * others idle.  The next round starts at the first rail that got
+     * nothing here, or else at the one after the first rail cut short. */
     size_t accepted = 0;
-    for (unsigned i = used_lo; i < used_hi; i++) {
+    unsigned span = used_hi > used_lo ? used_hi - used_lo : 0;
+    unsigned first = rs->post_first >= used_lo && rs->post_first < used_hi ? rs->post_first : used_lo;
+    int starved = -1, cut = -1;
+    for (unsigned k = 0, i = first; k < span; k++, i = i + 1 == used_hi ? used_lo : i + 1) {
         if (!cnt[i])
             continue;
         struct rw_rail *r = &rs->rails[i];
@@ -267,12 +275,20 @@ static size_t schedule_round(railwire_railset *rs)
             rc = (int)n;
         accepted += (size_t)rc;
         if ((size_t)rc < n) {
+            if (rc == 0 && starved < 0)
+                starved = (int)i;
+            if (cut < 0)
+                cut = (int)i;
             unpost_tail(rs, r, n - (size_t)rc);
             if (!r->blocked)
                 rs->n_blocked++;
             r->blocked = 1;
         }
     }
+    if (starved >= 0)
+        rs->post_first = (unsigned)starved;
+    else if (cut >= 0)
+        rs->post_first = (unsigned)cut + 1; /* past used_hi: the next round starts low */
     return accepted;
 }
 

@@ -55,6 +55,7 @@ static unsigned violations;
 static unsigned live_objects, kills_total;
 static struct rw_wr oplog[MOCK_LOG];
 static size_t n_oplog;
+static unsigned shared_slots, shared_used; /* a bound over every ep's outstanding ops */
 
 void mock_next_domain(double gbps, unsigned max_qp_wr, uint32_t max_msg)
 {
@@ -75,6 +76,8 @@ void mock_reset(void)
     violations = 0;
     n_oplog = 0;
     kills_total = 0;
+    shared_slots = 0;
+    shared_used = 0;
     next_dom.set = 0;
     memset(mrs, 0, sizeof(mrs));
 }
@@ -209,6 +212,7 @@ static void die(struct mock_ep *e)
                                                     .status = RAILWIRE_E_RAIL_DOWN};
         e->head = (e->head + 1) % e->cap;
         e->count--;
+        shared_used--;
     }
 }
 
@@ -218,7 +222,9 @@ static int m_ep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
     if (e->dead || e->post_fails)
         return RAILWIRE_E_RAIL_DOWN;
     size_t k = 0;
-    for (; k < n && e->count < e->depth && e->count < e->cap; k++) {
+    for (; k < n && e->count < e->depth && e->count < e->cap &&
+           (!shared_slots || shared_used < shared_slots);
+         k++) {
         const struct rw_wr *w = &wrs[k];
         const struct rw_mr *lm = w->mr;
         uint32_t maxm = ep->dom->max_msg;
@@ -228,6 +234,7 @@ static int m_ep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
             violations++;
         e->q[(e->head + e->count) % e->cap].wr = *w;
         e->count++;
+        shared_used++;
         if (n_oplog < MOCK_LOG)
             oplog[n_oplog++] = *w;
     }
@@ -284,6 +291,7 @@ static int m_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
         n++;
         e->head = (e->head + 1) % e->cap;
         e->count--;
+        shared_used--;
         if (st == 0) {
             e->completed++;
             e->bytes += op->wr.length;
@@ -327,6 +335,7 @@ static void m_ep_destroy(struct rw_ep *ep)
     struct mock_ep *e = rw_container_of(ep, struct mock_ep, pub);
     if (e->fd >= 0)
         close(e->fd);
+    shared_used -= e->count;
     free(e->q);
     free(e->flushed);
     free(e);
@@ -355,6 +364,7 @@ void mock_ep_fail_after(struct rw_ep *ep, unsigned k) { EP(ep)->fail_after = (lo
 void mock_ep_blackhole(struct rw_ep *ep, int on) { EP(ep)->blackhole = on; }
 void mock_ep_post_fails(struct rw_ep *ep, int on) { EP(ep)->post_fails = on; }
 void mock_ep_set_depth(struct rw_ep *ep, unsigned depth) { EP(ep)->depth = depth; }
+void mock_set_shared_slots(unsigned n) { shared_slots = n; }
 void mock_ep_set_per_poll(struct rw_ep *ep, unsigned k) { EP(ep)->per_poll = k; }
 void mock_ep_use_wait_fd(struct rw_ep *ep, int on) { EP(ep)->use_fd = on; }
 unsigned mock_ep_completed(const struct rw_ep *ep)

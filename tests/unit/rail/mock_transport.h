@@ -23,6 +23,10 @@ void mock_next_domain(double gbps, unsigned max_qp_wr, uint32_t max_msg);
  * the rail layer's own default), as tcp's 64.  mock_reset keeps it (the
  * world's init resets): set it back to 0 after the init that needed it. */
 void mock_set_default_depth(unsigned depth);
+/* ep_post of every ep together accepts up to n outstanding ops, as tcp's
+ * staging chunks bound what all rails move at once (0: no bound; mock_reset
+ * sets 0). */
+void mock_set_shared_slots(unsigned n);
 /* Forgets every registration and counter (call at the start of a test). */
 void mock_reset(void);
 

@@ -303,3 +303,29 @@ Test(stripe, a_burst_of_large_transfers_finishes_in_submission_order)
     cr_assert_eq(railwire_mr_deregister(mr), 0);
     free(buf);
 }
+
+/* Rails that share what bounds their posts (tcp's staging chunks for CUDA
+ * memory) each get their turn: the rail refused in one round is posted
+ * first in the next, so the lowest index does not take every free slot
+ * while the others stay idle.  Before, rail 0 carried all 16 slices. */
+Test(stripe, rails_that_share_a_post_bound_take_turns)
+{
+    railwire_railset_opts o;
+    opts(&o, 64 * KIB, 16);
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 2 * MIB, NULL, &o), 0);
+    mock_set_shared_slots(1); /* one op in flight over both rails, as one free chunk */
+    uint8_t *buf = calloc(1, 1 * MIB);
+    railwire_mr *mr;
+    cr_assert_eq(railwire_mr_register(w.rs, buf, 1 * MIB, &mr), 0);
+    cr_assert_eq(mock_world_xfer(&w, RAILWIRE_OP_READ, mr, buf, 1 * MIB, 0, 0), 0);
+    for (size_t i = 0; i < 1 * MIB; i += 4093)
+        cr_assert_eq(buf[i], mock_pattern(0, i), "byte %zu", i);
+    cr_assert_leq(mock_ep_max_outstanding(w.ep[0]) + mock_ep_max_outstanding(w.ep[1]), 2);
+    unsigned c0 = mock_ep_completed(w.ep[0]), c1 = mock_ep_completed(w.ep[1]);
+    cr_assert_eq(c0 + c1, 16);
+    cr_assert_geq(c0, 4, "rail 0 carried %u of 16 slices", c0);
+    cr_assert_geq(c1, 4, "rail 1 carried %u of 16 slices", c1);
+    cr_assert_eq(mock_violations(), 0);
+    cr_assert_eq(railwire_mr_deregister(mr), 0);
+    free(buf);
+}
