@@ -6,12 +6,13 @@ bench_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bench_build="${BUILD_DIR:-$bench_root/build-bench}"
 rw_cli="$bench_build/tools/railwire/railwire"
 rr_bin="$bench_build/bench/railwire_rr_ref"
+sets_bin="$bench_build/bench/railwire_railsets_threads"
 ucx_port=$((20000 + $$ % 20000))
 
 # Builds the Release tree with the CLI and the references.
 bench_build_all() {
   cmake -S "$bench_root" -B "$bench_build" -DCMAKE_BUILD_TYPE=Release -DRAILWIRE_TESTS=ON >/dev/null &&
-    cmake --build "$bench_build" --target railwire_cli railwire_rr_ref railwire_tcp_bench -j2 >/dev/null
+    cmake --build "$bench_build" --target railwire_cli railwire_rr_ref railwire_tcp_bench railwire_railsets_threads -j2 >/dev/null
 }
 
 # Installs the Debian packages given (name:command pairs) whose command is missing.

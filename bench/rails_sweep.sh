@@ -10,7 +10,8 @@
 #     same depth (target >= 0.9); and 1 rail at 64 KiB (depth 64) and 1 MiB
 #     (depth 8) against rr_ref: one rail against the one socket it runs on.
 #  3. The threads of a `railwire bench` process holding one 64-rail railset
-#     while it transfers (server in its own process; target <= cores + 2).
+#     while it transfers, and of bench/railsets_threads holding eight 8-rail
+#     railsets (server in its own process; target <= cores + 2 each).
 #  4. Client CPU seconds per GB of 1 MiB READs at depth 8 (server in its own
 #     process) against the receiving thread of bench/rr_ref --stream.
 #  5. Deep queues of large transfers: 64 MiB at depth 8 against depth 1, 1
@@ -207,6 +208,22 @@ echo
 echo "### Threads of a process holding one 64-rail railset while it transfers"
 echo
 echo "most threads seen: **$maxthr** (target <= cores + 2 = $((cores + 2)))"
+
+# --- 3b. threads of a process holding eight 8-rail railsets ---
+echo "== 3b. threads of eight 8-rail railsets" >&2
+sets_json=$("$sets_bin" --connect "127.0.0.1:$srv_port" --railsets 8 --rails 8 --size 1048576 --depth 8 \
+  --seconds "$secs" 2>"$tmp/sets.err" || true)
+sets_thr=$(jq -r '.most_threads' <<<"$sets_json" 2>/dev/null || true)
+sets_gbps=$(jq -r '.gbps' <<<"$sets_json" 2>/dev/null || true)
+echo
+echo "### Threads of a process holding eight 8-rail railsets while they transfer"
+echo
+if [ -n "$sets_thr" ]; then
+  echo "most threads seen: **$sets_thr** (target <= cores + 2 = $((cores + 2))), while the"
+  echo "eight railsets read 1 MiB at depth 8 each: $sets_gbps GB/s in all"
+else
+  echo "not measured: $(head -c 300 "$tmp/sets.err")"
+fi
 
 # --- 4. client CPU per GB at 1 MiB ---
 echo "== 4. client CPU per GB" >&2
