@@ -410,3 +410,53 @@ Test(tcp_batch, a_write_queued_behind_the_clients_reset_is_not_applied, .timeout
                  "the WRITE queued behind the reset was applied to the arena");
     raw_close(&c);
 }
+
+/* The same fault at a rail's first run: the WRITE and the client's reset
+ * reach the socket after the server sent its verdict and before the loop
+ * registered the connection, so no event reports the reset.  The first run
+ * must see the error pending on the socket and read nothing. */
+Test(tcp_batch, a_write_queued_behind_a_reset_before_the_rails_first_run_is_not_applied,
+     .timeout = 60)
+{
+    static uint8_t buf[RW_TCP_REQ_SIZE + WLEN];
+    struct raw_conn c;
+    struct rw_ep *sep2;
+    struct rw_ep_cfg scfg = {.depth = 64};
+    struct rw_qp_id cli2 = {.qpn = 0x4321u, .psn = 0x8765u};
+    struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+    uint8_t before[WLEN];
+    size_t n;
+    int fd2;
+
+    rw_tcp_pool_configure(1); /* one server loop: the one the first rail runs on */
+    raw_open_io(&c, 0, 60000);
+    cr_assert_eq(wait_liveness(c.sep, RW_EP_LIVE, 10000), RW_EP_LIVE, "the first rail is attached");
+    struct rw_tcp_srv_ep *first = rw_container_of(c.sep, struct rw_tcp_srv_ep, base);
+    scfg.exposed = &c.p.smr;
+    scfg.n_exposed = 1;
+    cr_assert_eq(rw_tcp_ops.ep_create(c.p.sdom, &scfg, &sep2), 0);
+    cr_assert_eq(rw_tcp_ops.ep_connect(sep2, &cli2, 0), 0);
+    memcpy(before, c.p.smem, WLEN);
+    t_park_thread(first->conn.loop->thread);
+    /* The accept thread checks the hello and answers it; the loop, held,
+     * has not registered the connection yet. */
+    fd2 = raw_rail_open(NULL, (uint16_t)(sep2->local.qpn & 0xffff), &sep2->local, cli2.qpn,
+                        cli2.psn, 0);
+    cr_assert_geq(fd2, 0);
+    cr_assert_eq(raw_rail_verdict(fd2, 10000), RW_TCP_VERDICT_OK);
+    n = put_req(buf, RW_TCP_OP_WRITE, WLEN, 1, c.p.smr->remote_base, c.p.smr->rkey,
+                (uint8_t)~before[0]);
+    cr_assert_eq(send(fd2, buf, n, MSG_NOSIGNAL), (ssize_t)n);
+    usleep(20 * 1000); /* the WRITE is in the server's socket */
+    cr_assert_eq(connect(fd2, &unspec, sizeof(unspec)), 0, "the client resets the rail");
+    usleep(50 * 1000); /* the reset is delivered on loopback */
+    t_release_thread();
+    cr_assert_eq(wait_liveness(sep2, RW_EP_DEAD, 10000), RW_EP_DEAD,
+                 "the server ended the rail at the reset");
+    cr_assert_eq(memcmp(c.p.smem, before, WLEN), 0,
+                 "the WRITE queued behind the reset was applied at the rail's first run");
+    close(fd2);
+    rw_tcp_ops.ep_destroy(sep2);
+    raw_close(&c);
+    rw_tcp_pool_configure(0);
+}
