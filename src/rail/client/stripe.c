@@ -288,7 +288,7 @@ static size_t schedule_round(railwire_railset *rs)
     if (starved >= 0)
         rs->post_first = (unsigned)starved;
     else if (cut >= 0)
-        rs->post_first = (unsigned)cut + 1; /* past used_hi: the next round starts low */
+        rs->post_first = (unsigned)cut + 1; /* out of the next round's range: it starts at its lowest */
     return accepted;
 }
 
