@@ -255,7 +255,9 @@ static size_t schedule_round(railwire_railset *rs)
      * nothing here, or else at the one after the first rail cut short. */
     size_t accepted = 0;
     unsigned span = used_hi > used_lo ? used_hi - used_lo : 0;
-    unsigned first = rs->post_first >= used_lo && rs->post_first < used_hi ? rs->post_first : used_lo;
+    unsigned first = rs->post_first;
+    if (first < used_lo || first >= used_hi)
+        first = used_lo;
     int starved = -1, cut = -1;
     for (unsigned k = 0, i = first; k < span; k++, i = i + 1 == used_hi ? used_lo : i + 1) {
         if (!cnt[i])
@@ -288,7 +290,7 @@ static size_t schedule_round(railwire_railset *rs)
     if (starved >= 0)
         rs->post_first = (unsigned)starved;
     else if (cut >= 0)
-        rs->post_first = (unsigned)cut + 1; /* out of the next round's range: it starts at its lowest */
+        rs->post_first = (unsigned)cut + 1; /* if out of range: the lowest */
     return accepted;
 }
 
