@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <railwire.h>
 
+#include "common/cpus.h"
 #include "common/time.h"
 
 #define MAX_SETS 64
@@ -180,8 +180,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("{\"railsets\": %u, \"rails\": %u, \"size\": %zu, \"depth\": %u, \"seconds\": %.2f, "
-           "\"most_threads\": %d, \"cores\": %ld, \"gbps\": %.3f}\n",
-           n_sets, rails, size, depth, el, most, sysconf(_SC_NPROCESSORS_ONLN),
+           "\"most_threads\": %d, \"cores\": %u, \"gbps\": %.3f}\n",
+           n_sets, rails, size, depth, el, most, rw_cpus_usable(),
            el > 0 ? (double)done * (double)size / el / 1e9 : 0.0);
     return 0;
 }

@@ -29,21 +29,29 @@ struct raw_conn {
     int fd;
 };
 
+/* A server ep on p's domain exposing p's region (*sep, the caller's to
+ * destroy), reached by a raw client rail of identity cli whose hello the
+ * server accepted.  Returns the client's socket. */
+static int raw_rail_to_new_ep(struct tpair *p, struct rw_qp_id cli, int rcvbuf, struct rw_ep **sep)
+{
+    struct rw_ep_cfg scfg = {.depth = 64, .exposed = &p->smr, .n_exposed = 1};
+    int fd;
+
+    cr_assert_eq(rw_tcp_ops.ep_create(p->sdom, &scfg, sep), 0);
+    cr_assert_eq(rw_tcp_ops.ep_connect(*sep, &cli, 0), 0);
+    fd = raw_rail_open(NULL, (uint16_t)((*sep)->local.qpn & 0xffff), &(*sep)->local, cli.qpn,
+                       cli.psn, rcvbuf);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(raw_rail_verdict(fd, 10000), RW_TCP_VERDICT_OK);
+    return fd;
+}
+
 /* raw_open_rcvbuf with the domains' I/O timeout given (0: the default). */
 static void raw_open_io(struct raw_conn *c, int rcvbuf, int io_timeout_ms)
 {
-    struct rw_ep_cfg scfg = {.depth = 64};
-    struct rw_qp_id cli = {.qpn = 0x1234u, .psn = 0x5678u};
-
     t_open(&c->p, "127.0.0.1", io_timeout_ms);
-    scfg.exposed = &c->p.smr;
-    scfg.n_exposed = 1;
-    cr_assert_eq(rw_tcp_ops.ep_create(c->p.sdom, &scfg, &c->sep), 0);
-    cr_assert_eq(rw_tcp_ops.ep_connect(c->sep, &cli, 0), 0);
-    c->fd = raw_rail_open(NULL, (uint16_t)(c->sep->local.qpn & 0xffff), &c->sep->local, cli.qpn,
-                          cli.psn, rcvbuf);
-    cr_assert_geq(c->fd, 0);
-    cr_assert_eq(raw_rail_verdict(c->fd, 10000), RW_TCP_VERDICT_OK);
+    c->fd = raw_rail_to_new_ep(&c->p, (struct rw_qp_id){.qpn = 0x1234u, .psn = 0x5678u}, rcvbuf,
+                               &c->sep);
 }
 
 static void raw_open_rcvbuf(struct raw_conn *c, int rcvbuf)
@@ -372,6 +380,29 @@ Test(tcp_batch, half_a_request_and_the_end_of_stream_in_one_edge_end_the_rail, .
     raw_close(&c);
 }
 
+/* With the server's loop held (t_park_thread): sends a WRITE of bytes
+ * unlike `before` into p's region on rail socket fd, resets the connection,
+ * releases the loop, and checks that the server ended server ep sep and
+ * left the region as `before` (`what` names the case). */
+static void write_then_reset_while_held(int fd, struct tpair *p, struct rw_ep *sep,
+                                        const uint8_t *before, const char *what)
+{
+    static uint8_t buf[RW_TCP_REQ_SIZE + WLEN];
+    struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+    size_t n = put_req(buf, RW_TCP_OP_WRITE, WLEN, 1, p->smr->remote_base, p->smr->rkey,
+                       (uint8_t)~before[0]);
+
+    cr_assert_eq(send(fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
+    usleep(20 * 1000); /* the WRITE is in the server's socket */
+    cr_assert_eq(connect(fd, &unspec, sizeof(unspec)), 0, "the client resets the rail");
+    usleep(50 * 1000); /* the reset is delivered on loopback */
+    t_release_thread();
+    cr_assert_eq(wait_liveness(sep, RW_EP_DEAD, 10000), RW_EP_DEAD,
+                 "the server ended the rail at the reset");
+    cr_assert_eq(memcmp(p->smem, before, WLEN), 0, "the WRITE queued behind the reset was "
+                 "applied %s", what);
+}
+
 /* A WRITE and the client's reset reach the server's socket while its loop
  * is held: the client gave the rail up with the WRITE unanswered (a client
  * rail dying with requests outstanding aborts its connection) and carries
@@ -380,10 +411,9 @@ Test(tcp_batch, half_a_request_and_the_end_of_stream_in_one_edge_end_the_rail, .
  * read them and wrote the arena. */
 Test(tcp_batch, a_write_queued_behind_the_clients_reset_is_not_applied, .timeout = 60)
 {
-    static uint8_t buf[RW_TCP_REQ_SIZE + WLEN];
+    static uint8_t buf[RW_TCP_REQ_SIZE];
     struct raw_conn c;
     struct rw_tcp_srv_ep *sep;
-    struct sockaddr unspec = {.sa_family = AF_UNSPEC};
     uint8_t before[WLEN], rd[RLEN];
     size_t n;
 
@@ -397,17 +427,7 @@ Test(tcp_batch, a_write_queued_behind_the_clients_reset_is_not_applied, .timeout
     memcpy(before, c.p.smem, WLEN);
     sep = rw_container_of(c.sep, struct rw_tcp_srv_ep, base);
     t_park_thread(sep->conn.loop->thread);
-    n = put_req(buf, RW_TCP_OP_WRITE, WLEN, 1, c.p.smr->remote_base, c.p.smr->rkey,
-                (uint8_t)~before[0]);
-    cr_assert_eq(send(c.fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
-    usleep(20 * 1000); /* the WRITE is in the server's socket */
-    cr_assert_eq(connect(c.fd, &unspec, sizeof(unspec)), 0, "the client resets the rail");
-    usleep(50 * 1000); /* the reset is delivered on loopback */
-    t_release_thread();
-    cr_assert_eq(wait_liveness(c.sep, RW_EP_DEAD, 10000), RW_EP_DEAD,
-                 "the server ended the rail at the reset");
-    cr_assert_eq(memcmp(c.p.smem, before, WLEN), 0,
-                 "the WRITE queued behind the reset was applied to the arena");
+    write_then_reset_while_held(c.fd, &c.p, c.sep, before, "to the arena");
     raw_close(&c);
 }
 
@@ -418,43 +438,21 @@ Test(tcp_batch, a_write_queued_behind_the_clients_reset_is_not_applied, .timeout
 Test(tcp_batch, a_write_queued_behind_a_reset_before_the_rails_first_run_is_not_applied,
      .timeout = 60)
 {
-    static uint8_t buf[RW_TCP_REQ_SIZE + WLEN];
     struct raw_conn c;
     struct rw_ep *sep2;
-    struct rw_ep_cfg scfg = {.depth = 64};
-    struct rw_qp_id cli2 = {.qpn = 0x4321u, .psn = 0x8765u};
-    struct sockaddr unspec = {.sa_family = AF_UNSPEC};
     uint8_t before[WLEN];
-    size_t n;
     int fd2;
 
     rw_tcp_pool_configure(1); /* one server loop: the one the first rail runs on */
     raw_open_io(&c, 0, 60000);
     cr_assert_eq(wait_liveness(c.sep, RW_EP_LIVE, 10000), RW_EP_LIVE, "the first rail is attached");
     struct rw_tcp_srv_ep *first = rw_container_of(c.sep, struct rw_tcp_srv_ep, base);
-    scfg.exposed = &c.p.smr;
-    scfg.n_exposed = 1;
-    cr_assert_eq(rw_tcp_ops.ep_create(c.p.sdom, &scfg, &sep2), 0);
-    cr_assert_eq(rw_tcp_ops.ep_connect(sep2, &cli2, 0), 0);
     memcpy(before, c.p.smem, WLEN);
     t_park_thread(first->conn.loop->thread);
-    /* The accept thread checks the hello and answers it; the loop, held,
-     * has not registered the connection yet. */
-    fd2 = raw_rail_open(NULL, (uint16_t)(sep2->local.qpn & 0xffff), &sep2->local, cli2.qpn,
-                        cli2.psn, 0);
-    cr_assert_geq(fd2, 0);
-    cr_assert_eq(raw_rail_verdict(fd2, 10000), RW_TCP_VERDICT_OK);
-    n = put_req(buf, RW_TCP_OP_WRITE, WLEN, 1, c.p.smr->remote_base, c.p.smr->rkey,
-                (uint8_t)~before[0]);
-    cr_assert_eq(send(fd2, buf, n, MSG_NOSIGNAL), (ssize_t)n);
-    usleep(20 * 1000); /* the WRITE is in the server's socket */
-    cr_assert_eq(connect(fd2, &unspec, sizeof(unspec)), 0, "the client resets the rail");
-    usleep(50 * 1000); /* the reset is delivered on loopback */
-    t_release_thread();
-    cr_assert_eq(wait_liveness(sep2, RW_EP_DEAD, 10000), RW_EP_DEAD,
-                 "the server ended the rail at the reset");
-    cr_assert_eq(memcmp(c.p.smem, before, WLEN), 0,
-                 "the WRITE queued behind the reset was applied at the rail's first run");
+    /* The accept thread checks the second rail's hello and answers it; the
+     * loop, held, has not registered the connection yet. */
+    fd2 = raw_rail_to_new_ep(&c.p, (struct rw_qp_id){.qpn = 0x4321u, .psn = 0x8765u}, 0, &sep2);
+    write_then_reset_while_held(fd2, &c.p, sep2, before, "at the rail's first run");
     close(fd2);
     rw_tcp_ops.ep_destroy(sep2);
     raw_close(&c);
