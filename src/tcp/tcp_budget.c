@@ -19,6 +19,7 @@ static _Atomic unsigned g_conns;
 static _Atomic uint64_t g_evicted;
 static _Atomic uint64_t g_starved;
 static _Atomic int64_t g_starving_ms = -1000000;
+static _Atomic unsigned g_next_loop_base;
 
 void rw_tcp_budget_configure(uint64_t budget, uint64_t share)
 {
@@ -35,13 +36,21 @@ struct rw_tcp_sess *rw_tcp_sess_new(void)
         return NULL;
     atomic_store(&s->refs, 1);
     atomic_store(&s->n_eps, 1);
+    atomic_store(&s->joined, 1);
+    s->loop_base = atomic_fetch_add(&g_next_loop_base, 1);
     return s;
 }
 
-void rw_tcp_sess_join(struct rw_tcp_sess *s)
+unsigned rw_tcp_sess_join(struct rw_tcp_sess *s)
 {
     atomic_fetch_add(&s->refs, 1);
     atomic_fetch_add(&s->n_eps, 1);
+    return s->loop_base + atomic_fetch_add(&s->joined, 1);
+}
+
+unsigned rw_tcp_sess_first_place(const struct rw_tcp_sess *s)
+{
+    return s->loop_base;
 }
 
 void rw_tcp_sess_leave(struct rw_tcp_sess *s)

@@ -24,8 +24,9 @@
 /* Most loops the pool ever runs (also bounded by the cores). */
 #define RW_TCP_CLI_LOOPS_MAX 64u
 
-/* Chooses a loop for a connected ep (starting a new loop thread when fewer
- * run than min(cores, eps)), and hands the ep to it.  The ep must be up with
+/* Hands a connected ep to loop (its place mod min(cores, the configured
+ * most)), starting that loop's thread if it has none, so at most
+ * min(cores, eps) loops run.  The ep must be up with
  * its socket set.  Returns 0, or RAILWIRE_E_SYSTEM / RAILWIRE_E_NOMEM
  * (logged; the ep is not attached). */
 int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep);
@@ -58,6 +59,13 @@ void rw_tcp_cli_loop_kill(struct rw_tcp_cli_ep *ep);
 /* Gives the ep's place back (after rw_tcp_cli_loop_kill): the last ep of
  * the process stops and joins the loop threads. */
 void rw_tcp_cli_loop_detach(struct rw_tcp_cli_ep *ep);
+
+/* Returns the place of a new ep: consecutive calls return consecutive
+ * numbers.  Attach puts the ep on loop (place mod the pool's size), so the
+ * rails of a railset, created in order, go round the loops in order (as a
+ * server puts a session's rails: tcp_loop.h), and each loop of a host
+ * talks to as few loops of the peer's as it can. */
+unsigned rw_tcp_cli_pool_place(void);
 
 /* Sets the most loop threads the pool runs (1..RW_TCP_CLI_LOOPS_MAX;
  * 0 = the number of cores).  Takes effect for loops started later.  For

@@ -14,8 +14,11 @@
 #include "tcp/tcp_cli_loop_int.h"
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+/* pool[k] serves the eps whose place is k mod max_loops(); NULL until one
+ * attaches, so the loops running are min(cores, eps attached) at most. */
 static struct rw_tcp_cli_loop *pool[RW_TCP_CLI_LOOPS_MAX];
-static unsigned pool_n;                /* loops running */
+static unsigned pool_n;                /* loops running (non-NULL entries) */
+static _Atomic unsigned next_place;    /* rw_tcp_cli_pool_place */
 static unsigned pool_eps;              /* eps attached to them */
 static _Atomic unsigned pool_eps_seen; /* pool_eps, for rw_tcp_cli_pool_eps */
 static unsigned pool_want;             /* rw_tcp_cli_pool_configure; 0 = cores */
@@ -25,8 +28,10 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
  * ep left). */
 static void stop_all(void)
 {
-    for (unsigned i = 0; i < pool_n; i++) {
+    for (unsigned i = 0; i < RW_TCP_CLI_LOOPS_MAX; i++) {
         struct rw_tcp_cli_loop *l = pool[i];
+        if (!l)
+            continue;
         pthread_mutex_lock(&l->lock);
         l->stop = 1;
         pthread_mutex_unlock(&l->lock);
@@ -45,7 +50,9 @@ static void stop_all(void)
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&pool_lock);
-    for (unsigned i = 0; i < pool_n; i++) {
+    for (unsigned i = 0; i < RW_TCP_CLI_LOOPS_MAX; i++) {
+        if (!pool[i])
+            continue;
         pthread_mutex_lock(&pool[i]->run);
         pthread_mutex_lock(&pool[i]->lock);
     }
@@ -53,7 +60,9 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
-    for (unsigned i = pool_n; i-- > 0;) {
+    for (unsigned i = RW_TCP_CLI_LOOPS_MAX; i-- > 0;) {
+        if (!pool[i])
+            continue;
         pthread_mutex_unlock(&pool[i]->lock);
         pthread_mutex_unlock(&pool[i]->run);
     }
@@ -75,9 +84,11 @@ static void orphan_ep(struct rw_tcp_cli_ep *ep)
 
 static void fork_child(void)
 {
-    for (unsigned i = 0; i < pool_n; i++) {
+    for (unsigned i = 0; i < RW_TCP_CLI_LOOPS_MAX; i++) {
         struct rw_tcp_cli_loop *l = pool[i];
         struct rw_tcp_cli_ep *ep;
+        if (!l)
+            continue;
         for (unsigned k = 0; k < l->set.n; k++)
             orphan_ep(rw_tcp_cli_ep_of(l->set.tab[k]));
         for (ep = l->adds; ep; ep = ep->link.add_next)
@@ -114,6 +125,11 @@ static unsigned max_loops(void)
     return want && want < n ? want : n;
 }
 
+unsigned rw_tcp_cli_pool_place(void)
+{
+    return atomic_fetch_add_explicit(&next_place, 1, memory_order_relaxed);
+}
+
 void rw_tcp_cli_pool_configure(unsigned n)
 {
     pthread_mutex_lock(&pool_lock);
@@ -146,15 +162,17 @@ int rw_tcp_cli_loop_attach(struct rw_tcp_cli_ep *ep)
 
     pthread_once(&fork_once, fork_setup);
     pthread_mutex_lock(&pool_lock);
-    if (pool_n < max_loops() && pool_n <= pool_eps) {
-        l = rw_tcp_cli_loop_start(pool_n);
-        if (l)
-            pool[pool_n++] = l;
+    unsigned k = ep->link.place % max_loops();
+    if (!pool[k]) {
+        pool[k] = rw_tcp_cli_loop_start(k);
+        if (pool[k])
+            pool_n++;
     }
+    l = pool[k];
     if (!l) {
-        /* the least loaded loop */
-        for (unsigned i = 0; i < pool_n; i++)
-            if (!l || pool[i]->n_eps < l->n_eps)
+        /* no thread for it: the least loaded loop running */
+        for (unsigned i = 0; i < RW_TCP_CLI_LOOPS_MAX; i++)
+            if (pool[i] && (!l || pool[i]->n_eps < l->n_eps))
                 l = pool[i];
     }
     if (!l) {

@@ -48,6 +48,7 @@ int rw_tcp_cli_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
     ep->lazy_verdict = cfg->lazy_verdict;
     ep->busy_poll_ns = rw_busy_poll_ns(cfg->busy_poll_us);
     ep->set_rails = cfg->set_rails;
+    ep->link.place = rw_tcp_cli_pool_place();
     ep->mask = ring - 1;
     ep->fd = -1;
     ep->state = RW_TCP_CLI_NEW;

@@ -139,13 +139,14 @@ int rw_tcp_srv_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
             goto fail_ep;
         }
         ep->sess = rw_container_of(o, struct rw_tcp_srv_ep, base)->sess;
-        rw_tcp_sess_join(ep->sess);
+        ep->loop_place = rw_tcp_sess_join(ep->sess);
     } else {
         ep->sess = rw_tcp_sess_new();
         if (!ep->sess) {
             rc = RAILWIRE_E_NOMEM;
             goto fail_ep;
         }
+        ep->loop_place = rw_tcp_sess_first_place(ep->sess);
     }
     rc = rw_tcp_cond_init(&ep->cond);
     if (rc)
@@ -204,7 +205,7 @@ static int attach_locked(struct rw_tcp_srv_ep *ep, int fd, struct rw_tls_conn *t
     rw_tcp_pick_congestion(fd, ep->set_rails);
     rw_tcp_conn_init(&ep->conn, ep, fd);
     ep->conn.tls = tls;
-    if (rw_tcp_loop_add(&ep->conn, &rw_tcp_serve_ops)) {
+    if (rw_tcp_loop_add(&ep->conn, &rw_tcp_serve_ops, ep->loop_place)) {
         rw_err("tcp: qpn 0x%08x: no event loop to serve the rail", (unsigned)ep->base.local.qpn);
         rw_tcp_budget_conn_del();
         rw_tcp_tls_close(fd, tls);

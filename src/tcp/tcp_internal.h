@@ -182,6 +182,7 @@ struct rw_tcp_srv_ep {
     struct rw_tcp_key *keys;        /* sorted by rkey */
     size_t n_keys;
     struct rw_tcp_sess *sess;       /* its session's share of the budget */
+    unsigned loop_place;            /* which server loop serves it (rw_tcp_sess_join) */
 
     /* guarded by dom->lock */
     pthread_cond_t cond;            /* signalled when a connection is attached */
@@ -212,6 +213,7 @@ struct rw_tcp_rx;
 /* How a client ep belongs to its event loop (tcp_cli_loop.c). */
 struct rw_tcp_cli_link {
     struct rw_tcp_cli_loop *loop;   /* set at io_start, fixed for the ep's life */
+    unsigned place;                 /* rw_tcp_cli_pool_place at ep_create: picks the loop */
     /* loop thread only */
     struct rw_evloop_member member; /* the loop's table and ready FIFO */
     /* guarded by loop->lock */

@@ -29,7 +29,6 @@
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned pool_refs, pool_n;
 static struct rw_tcp_loop *pool;
-static _Atomic unsigned pool_rr;
 static _Atomic uint64_t pool_spin_ns = RW_DEFAULT_BUSY_POLL_US * 1000u;
 
 void rw_tcp_pool_busy_poll(int us)
@@ -372,7 +371,7 @@ unsigned rw_tcp_pool_threads(void)
     return n;
 }
 
-int rw_tcp_loop_add(struct rw_tcp_conn *c, const struct rw_tcp_conn_ops *ops)
+int rw_tcp_loop_add(struct rw_tcp_conn *c, const struct rw_tcp_conn_ops *ops, unsigned place)
 {
     struct rw_tcp_loop *l;
 
@@ -382,7 +381,7 @@ int rw_tcp_loop_add(struct rw_tcp_conn *c, const struct rw_tcp_conn_ops *ops)
         pthread_mutex_unlock(&pool_lock);
         return RAILWIRE_E_SYSTEM;
     }
-    l = &pool[atomic_fetch_add(&pool_rr, 1) % pool_n];
+    l = &pool[place % pool_n];
     pthread_mutex_unlock(&pool_lock);
     c->loop = l;
     c->ops = ops;

@@ -62,11 +62,14 @@ struct rw_tcp_conn_ops {
     void (*close)(struct rw_tcp_conn *c, const char *why); /* rw_tcp_conn_close */
 };
 
-/* Hands an initialised connection (rw_tcp_conn_init) to a loop, which
- * registers it and runs it once; the loop runs it through `ops` (static,
- * not owned).  May be called with its domain's lock held.  Returns 0 or
- * RAILWIRE_E_SYSTEM (no pool). */
-int rw_tcp_loop_add(struct rw_tcp_conn *c, const struct rw_tcp_conn_ops *ops);
+/* Hands an initialised connection (rw_tcp_conn_init) to loop `place` mod
+ * the pool's size, which registers it and runs it once; the loop runs it
+ * through `ops` (static, not owned).  Consecutive places are consecutive
+ * loops: a session's rails get consecutive places, so each server loop
+ * talks to as few of a client's loops as it can (on one host, the rail's
+ * two ends can then share a CPU and its cache).  May be called with its
+ * domain's lock held.  Returns 0 or RAILWIRE_E_SYSTEM (no pool). */
+int rw_tcp_loop_add(struct rw_tcp_conn *c, const struct rw_tcp_conn_ops *ops, unsigned place);
 /* Asks c's loop to close c and waits until the loop no longer touches it
  * (nor the ep's regions).  Bounded: loop handlers never block.  Must not
  * be called from a loop thread. */
