@@ -24,6 +24,7 @@
 #include "common/time.h"
 #include "tcp/tcp_cli_loop.h"
 #include "tcp/tcp_internal.h"
+#include "tcp/tcp_loop.h"
 #include "tcp_fixture.h"
 
 #define MIB (1024u * 1024u)
@@ -344,5 +345,59 @@ Test(tcp_loops, a_stalled_rail_does_not_hold_up_the_others_on_its_loop, .timeout
     close(lfd);
     rw_tcp_ops.mr_dereg(bmr);
     rw_tcp_ops.mr_dereg(lmr);
+    t_close(&p);
+}
+
+/* A railset's rails are created in order and connect in parallel, so they
+ * attach in any order: rail i still goes to loop i mod 2 on the client and
+ * to the session's base + i on the server, so each client loop talks to
+ * one server loop (on one host, the two ends of a rail can share a CPU). */
+Test(tcp_loops, consecutive_rails_go_to_consecutive_loops_at_both_ends, .timeout = 60)
+{
+    enum { N = 4 };
+    struct tpair p;
+    struct rw_ep *sep[N], *cep[N];
+    struct rw_ep_cfg scfg = {.depth = 16, .set_rails = N}, ccfg = {.depth = 16, .set_rails = N};
+    pthread_t th[N];
+    const void *sloop[N];
+    int srv_rc;
+
+    rw_tcp_pool_configure(2);
+    rw_tcp_cli_pool_configure(2);
+    t_open(&p, "127.0.0.1", 10000);
+    scfg.exposed = &p.smr;
+    scfg.n_exposed = 1;
+    for (int i = 0; i < N; i++) {
+        scfg.same_session = i ? sep[0] : NULL;
+        cr_assert_eq(rw_tcp_ops.ep_create(p.sdom, &scfg, &sep[i]), 0);
+        cr_assert_eq(rw_tcp_ops.ep_create(p.cdom, &ccfg, &cep[i]), 0);
+    }
+    static const int order[N] = {0, 2, 1, 3}; /* not the order they were created in */
+    for (int k = 0; k < N; k++) {
+        int i = order[k];
+        cr_assert_eq(t_connect_both(sep[i], cep[i], 5000, &srv_rc), 0, "rail %d connects", i);
+        cr_assert_eq(srv_rc, 0, "the server accepts rail %d", i);
+    }
+    for (int i = 0; i < N; i++) {
+        const struct rw_tcp_srv_ep *s = (const struct rw_tcp_srv_ep *)sep[i];
+        th[i] = rw_tcp_cli_loop_thread((const struct rw_tcp_cli_ep *)cep[i]);
+        sloop[i] = s->conn.loop;
+        cr_assert_not_null(sloop[i], "rail %d is on a server loop", i);
+    }
+    cr_assert_eq(rw_tcp_cli_pool_threads(), 2u);
+    for (int i = 0; i + 1 < N; i++) {
+        cr_assert(!pthread_equal(th[i], th[i + 1]), "client rails %d and %d are on different loops",
+                  i, i + 1);
+        cr_assert_neq(sloop[i], sloop[i + 1], "server rails %d and %d are on different loops", i,
+                      i + 1);
+    }
+    for (int i = 0; i + 2 < N; i++) {
+        cr_assert(pthread_equal(th[i], th[i + 2]), "client rails %d and %d share a loop", i, i + 2);
+        cr_assert_eq(sloop[i], sloop[i + 2], "server rails %d and %d share a loop", i, i + 2);
+    }
+    for (int i = 0; i < N; i++) {
+        rw_tcp_ops.ep_destroy(cep[i]);
+        rw_tcp_ops.ep_destroy(sep[i]);
+    }
     t_close(&p);
 }
