@@ -215,6 +215,11 @@ struct rw_transport_ops {
     /* 1: rails are placed by device "dev[:port]" (verbs); 0: by local
      * address (tcp). */
     int places_by_device;
+    /* 1: the process serves every rail with a pool of about one thread a
+     * core (tcp's event loops), so rails beyond half the cores share CPUs
+     * and a railset packs its small transfers onto few rails
+     * (rw_stripe_packs); 0: each rail's work is its device's (verbs). */
+    int rails_share_cores;
     /* Optional (NULL: none).  The places rails use when the caller names
      * none (verbs: the items of RAILWIRE_DEVICES or else every active port,
      * as "dev[:port]").  Fills up to max entries; returns the count or an

@@ -341,7 +341,10 @@ Test(gpu_server_mem, tiny_staging_bound_many_transfers)
 Test(gpu_server_mem, a_full_pool_makes_requests_wait)
 {
     static struct world w;
-    enum { N = 8, LEN = 64 * 1024 };
+    /* 128 KiB: above the 64 KiB up to which a tcp railset of 2 rails on
+     * few cores packs transfers onto one rail (rw_stripe_packs), so the
+     * READs spread over both rails as this test needs. */
+    enum { N = 8, LEN = 128 * 1024 };
     world_up(&w, 2, 16u << 10);
     standin_gate_fn gate = (standin_gate_fn)gt_standin_sym(STANDIN_GATE_SYM);
     cr_assert_not_null(gate);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The railset's life cycle, getters and statistics. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/busy_poll.h"
+#include "common/cpus.h"
 #include "common/log.h"
 #include "common/struct_abi.h"
 #include "gpu/staging.h"
@@ -124,7 +126,8 @@ int rw_railset_create_local(const struct rw_transport_ops *ops, const railwire_r
     rs->reg_multi = ops->mr_reg_multi;
     rs->dialect = o->dialect;
     rs->n_rails = n;
-    rs->pack_max_len = n > RW_PACK_MIN_RAILS ? RW_PACK_MAX_LEN : 0;
+    rs->pack_max_len =
+        rw_stripe_packs(n, ops->rails_share_cores ? rw_cpus_usable() : UINT_MAX) ? RW_PACK_MAX_LEN : 0;
     rs->n_layers = n_remote;
     rs->op_timeout_ms = o->op_timeout_ms > 0 ? o->op_timeout_ms : RW_DEFAULT_OP_TIMEOUT_MS;
     rs->all_down_timeout_ms = o->all_down_timeout_ms > 0 ? o->all_down_timeout_ms

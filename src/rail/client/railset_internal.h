@@ -355,11 +355,16 @@ static inline int rw_stripe_schedule(railwire_railset *rs)
 }
 /* The rail (index) slice s would go to, -1 if none can take it now.  The
  * slices of small transfers (at most RW_PACK_MAX_LEN bytes) are packed onto
- * one rail at a time on railsets of more than RW_PACK_MIN_RAILS rails
- * (stripe.c); the slices of bigger transfers spread over every rail. */
+ * one rail at a time on railsets that rw_stripe_packs says pack (stripe.c);
+ * the slices of bigger transfers spread over every rail. */
 #define RW_PACK_MAX_LEN (64u * 1024)
 #define RW_PACK_MIN_RAILS 4u
 int rw_stripe_pick_rail(const railwire_railset *rs, const struct rw_slice *s);
+/* Returns 1 if a railset of n_rails rails whose rails' work shares `cores`
+ * CPUs (UINT_MAX: the rails' devices do it, rails_share_cores 0) packs its
+ * small transfers: more than RW_PACK_MIN_RAILS rails, or at least 2 rails
+ * and more rails than half the cores (see stripe.c). */
+int rw_stripe_packs(unsigned n_rails, unsigned cores);
 
 /* --- progress.c --- */
 /* Polls every live rail, accounts completions, runs the detectors, the

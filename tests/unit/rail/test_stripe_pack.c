@@ -6,10 +6,12 @@
  * transport's deeper default queue holding more small slices but not more
  * bytes. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mock_world.h"
+#include "rail/client/railset_internal.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -126,6 +128,24 @@ Test(stripe_pack, slices_of_a_big_transfer_spread_over_every_rail)
     for (unsigned i = 0; i < 64; i++)
         cr_assert_gt(rw_test_rail_outstanding(w.rs, i), 0, "rail %u carries no slice", i);
     drain_and_check(1, 16 * MIB);
+}
+
+/* Which railsets pack: more than 4 rails always; 2 to 4 rails once the
+ * rails outnumber half the cores their work shares (tcp's loops; a verbs
+ * railset passes UINT_MAX, and the mock transport here shares none). */
+Test(stripe_pack, packing_follows_the_rails_and_the_cores)
+{
+    cr_assert_not(rw_stripe_packs(1, 1), "one rail has nothing to pack onto");
+    cr_assert_not(rw_stripe_packs(1, 64));
+    cr_assert_not(rw_stripe_packs(2, 4), "2 rails, 4 cores: a CPU for each end");
+    cr_assert_not(rw_stripe_packs(4, 8));
+    cr_assert_not(rw_stripe_packs(4, 64));
+    cr_assert(rw_stripe_packs(2, 3));
+    cr_assert(rw_stripe_packs(2, 2));
+    cr_assert(rw_stripe_packs(4, 7));
+    cr_assert(rw_stripe_packs(5, 64), "more than 4 rails pack on any machine");
+    cr_assert(rw_stripe_packs(64, 2));
+    cr_assert_not(rw_stripe_packs(4, UINT_MAX), "rails that share no cores");
 }
 
 /* On at most 4 rails nothing is packed: small transfers spread. */

@@ -8,6 +8,7 @@
  * The server runs in a child process forked before any thread exists, so
  * the threads counted in /proc/self/task are the client's only. */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -400,4 +401,29 @@ Test(tcp_loops, consecutive_rails_go_to_consecutive_loops_at_both_ends, .timeout
         rw_tcp_ops.ep_destroy(sep[i]);
     }
     t_close(&p);
+}
+
+/* A process on one CPU: its tcp railset of 2 rails packs small transfers
+ * (rw_stripe_packs: the rails' loops would share the CPU), so 16 READs of
+ * 4 KiB in flight at once all go to one rail. */
+Test(tcp_loops, two_rails_on_one_cpu_pack_small_transfers_onto_one_rail, .timeout = 120)
+{
+    struct child_srv c;
+    struct batch b;
+    railwire_rail_stats st[2];
+    cpu_set_t one;
+
+    srv_fork(&c); /* before the pinning: the server keeps its CPUs */
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+    railwire_railset *rs = rs_open(&c, 2);
+    batch_submit(&b, rs, 16, 4096);
+    batch_reap(&b);
+    cr_assert_eq(railwire_railset_stats(rs, st, 2, sizeof(st[0])), 2);
+    cr_assert((st[0].ops == 16 && st[1].ops == 0) || (st[0].ops == 0 && st[1].ops == 16),
+              "16 small READs on one rail: rail 0 carried %llu, rail 1 %llu",
+              (unsigned long long)st[0].ops, (unsigned long long)st[1].ops);
+    railwire_railset_close(rs);
+    srv_stop(&c);
 }
