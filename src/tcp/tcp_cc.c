@@ -62,7 +62,7 @@ static int set_cc(int fd, const char *name)
     return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name));
 }
 
-void rw_tcp_pick_congestion(int fd, unsigned set_rails)
+static void pick(int fd, unsigned set_rails, unsigned per_cpu)
 {
     struct sockaddr_storage local, peer;
     socklen_t ll = sizeof(local), pl = sizeof(peer), n;
@@ -80,7 +80,7 @@ void rw_tcp_pick_congestion(int fd, unsigned set_rails)
                        "pick)", cc_name, strerror(errno));
         return;
     }
-    if ((set_rails ? set_rails : 1) > RW_TCP_CC_RAILS_PER_CPU * rw_cpus_usable())
+    if ((set_rails ? set_rails : 1) > per_cpu * rw_cpus_usable())
         return;
     n = sizeof(cur) - 1;
     if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) < 0 || strncmp(cur, "bbr", 3))
@@ -92,4 +92,14 @@ void rw_tcp_pick_congestion(int fd, unsigned set_rails)
         return;
     rw_debug("tcp: a same-host rail keeps %s: neither cubic nor reno is permitted (%s)", cur,
              strerror(errno));
+}
+
+void rw_tcp_pick_congestion(int fd, unsigned set_rails)
+{
+    pick(fd, set_rails, RW_TCP_CC_RAILS_PER_CPU);
+}
+
+void rw_tcp_pick_server_congestion(int fd, unsigned set_rails)
+{
+    pick(fd, set_rails, RW_TCP_CC_SERVER_RAILS_PER_CPU);
 }

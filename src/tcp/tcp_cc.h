@@ -25,8 +25,11 @@
 
 #include <sys/socket.h>
 
-/* Same-host rails per usable CPU up to which a BBR rail moves to cubic. */
+/* Same-host rails per usable CPU up to which a BBR rail moves to cubic:
+ * a client's rails, and a server session's (whose sockets send the READ
+ * answers; see rw_tcp_pick_congestion). */
 #define RW_TCP_CC_RAILS_PER_CPU 2u
+#define RW_TCP_CC_SERVER_RAILS_PER_CPU 4u
 
 /* Returns 1 if a connection from `local` to `peer` stays on this host: the
  * peer is a loopback address (127.0.0.0/8, ::1, IPv4-mapped 127/8) or has
@@ -34,9 +37,16 @@
 int rw_tcp_same_host(const struct sockaddr_storage *local, const struct sockaddr_storage *peer);
 
 /* Applies RAILWIRE_TCP_CONGESTION's choice (above) to the connected rail
- * socket fd of a railset or session of set_rails rails (0: unknown, counted
- * as 1).  Never fails the rail: a refused algorithm is logged (rate
- * limited) and the socket keeps the system's. */
+ * socket fd of a railset of set_rails rails (0: unknown, counted as 1).
+ * Never fails the rail: a refused algorithm is logged (rate limited) and
+ * the socket keeps the system's. */
 void rw_tcp_pick_congestion(int fd, unsigned set_rails);
+/* The same for the rail socket of a server session of set_rails rails,
+ * which moves to cubic up to RW_TCP_CC_SERVER_RAILS_PER_CPU rails a CPU:
+ * its sockets send the READ answers, and 8 same-host rails on 2 CPUs moved
+ * 1 MiB READs 1.2-1.4x faster with the server's sockets on cubic and the
+ * client's on BBR (whose WRITEs lost under cubic), 4 KiB and 64 KiB within
+ * the runs' spread (docs/benchmarks.md, sixteenth session). */
+void rw_tcp_pick_server_congestion(int fd, unsigned set_rails);
 
 #endif

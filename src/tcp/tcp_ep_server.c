@@ -202,7 +202,7 @@ static int attach_locked(struct rw_tcp_srv_ep *ep, int fd, struct rw_tls_conn *t
         return RAILWIRE_E_IO;
     }
     rw_tcp_tune(fd, ep->io_timeout_ms, 0);
-    rw_tcp_pick_congestion(fd, ep->set_rails);
+    rw_tcp_pick_server_congestion(fd, ep->set_rails);
     rw_tcp_conn_init(&ep->conn, ep, fd);
     ep->conn.tls = tls;
     if (rw_tcp_loop_add(&ep->conn, &rw_tcp_serve_ops, ep->loop_place)) {

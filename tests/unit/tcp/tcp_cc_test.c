@@ -127,6 +127,28 @@ Test(tcp_cc, auto_keeps_bbr_when_the_railset_has_more_than_two_rails_a_cpu)
     close(s);
 }
 
+Test(tcp_cc, a_server_session_moves_off_bbr_up_to_four_rails_a_cpu)
+{
+    int c, s;
+    char cc[16];
+    unsigned most = RW_TCP_CC_SERVER_RAILS_PER_CPU * rw_cpus_usable();
+
+    cr_assert_eq(RW_TCP_CC_SERVER_RAILS_PER_CPU, 4);
+    unsetenv("RAILWIRE_TCP_CONGESTION");
+    bbr_pair(&c, &s);
+    rw_tcp_pick_server_congestion(s, most + 1);
+    cc_of(s, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "bbr", "a session of more than 4 rails a CPU keeps BBR");
+    rw_tcp_pick_server_congestion(s, most);
+    cc_of(s, cc, sizeof(cc));
+    cr_assert(!strcmp(cc, "cubic") || !strcmp(cc, "reno"), "4 rails a CPU: %s", cc);
+    rw_tcp_pick_congestion(c, most);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "bbr", "a railset of 4 rails a CPU keeps BBR");
+    close(c);
+    close(s);
+}
+
 Test(tcp_cc, auto_leaves_other_algorithms_alone)
 {
     int c, s;
