@@ -36,21 +36,20 @@ struct rw_tcp_sess *rw_tcp_sess_new(void)
         return NULL;
     atomic_store(&s->refs, 1);
     atomic_store(&s->n_eps, 1);
-    atomic_store(&s->joined, 1);
+    atomic_store(&s->placed, 0);
     s->loop_base = atomic_fetch_add(&g_next_loop_base, 1);
     return s;
 }
 
-unsigned rw_tcp_sess_join(struct rw_tcp_sess *s)
+void rw_tcp_sess_join(struct rw_tcp_sess *s)
 {
     atomic_fetch_add(&s->refs, 1);
     atomic_fetch_add(&s->n_eps, 1);
-    return s->loop_base + atomic_fetch_add(&s->joined, 1);
 }
 
-unsigned rw_tcp_sess_first_place(const struct rw_tcp_sess *s)
+unsigned rw_tcp_sess_place(struct rw_tcp_sess *s)
 {
-    return s->loop_base;
+    return s->loop_base + atomic_fetch_add(&s->placed, 1);
 }
 
 void rw_tcp_sess_leave(struct rw_tcp_sess *s)

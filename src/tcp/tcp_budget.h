@@ -29,12 +29,12 @@
 /* A session's share: counts the eps that split it.  Created by the
  * session's first ep, joined by the others (rw_ep_cfg.same_session).
  * It also places the session's rails on the server's loops: the ep that
- * joined k-th is served by loop (loop_base + k) mod loops, so rail i of
- * every session runs on the loop after rail i-1's (see tcp_loop.h). */
+ * took the k-th place is served by loop (loop_base + k) mod loops, so rail
+ * i of every session runs on the loop after rail i-1's (see tcp_loop.h). */
 struct rw_tcp_sess {
     _Atomic unsigned refs;
     _Atomic unsigned n_eps;
-    _Atomic unsigned joined;  /* eps that ever joined, the creator included */
+    _Atomic unsigned placed;  /* eps that took a place (rw_tcp_sess_place) */
     unsigned loop_base;       /* a process-wide round robin at creation */
 };
 
@@ -44,11 +44,11 @@ void rw_tcp_budget_configure(uint64_t budget, uint64_t share);
 
 /* Returns a new session share held by one ep, or NULL (out of memory). */
 struct rw_tcp_sess *rw_tcp_sess_new(void);
-/* One more ep in session s (s stays valid until its last ep leaves).
- * Returns the ep's loop placement (see struct rw_tcp_sess). */
-unsigned rw_tcp_sess_join(struct rw_tcp_sess *s);
-/* The creating ep's loop placement in s (the loop_base). */
-unsigned rw_tcp_sess_first_place(const struct rw_tcp_sess *s);
+/* One more ep in session s (s stays valid until its last ep leaves). */
+void rw_tcp_sess_join(struct rw_tcp_sess *s);
+/* Returns the loop place of the next ep of s (its creator's first, then
+ * each joining ep's in turn: see struct rw_tcp_sess). */
+unsigned rw_tcp_sess_place(struct rw_tcp_sess *s);
 /* The ep leaves; frees s with its last ep. */
 void rw_tcp_sess_leave(struct rw_tcp_sess *s);
 

@@ -139,15 +139,15 @@ int rw_tcp_srv_ep_create(struct rw_tcp_domain *d, const struct rw_ep_cfg *cfg, s
             goto fail_ep;
         }
         ep->sess = rw_container_of(o, struct rw_tcp_srv_ep, base)->sess;
-        ep->loop_place = rw_tcp_sess_join(ep->sess);
+        rw_tcp_sess_join(ep->sess);
     } else {
         ep->sess = rw_tcp_sess_new();
         if (!ep->sess) {
             rc = RAILWIRE_E_NOMEM;
             goto fail_ep;
         }
-        ep->loop_place = rw_tcp_sess_first_place(ep->sess);
     }
+    ep->loop_place = rw_tcp_sess_place(ep->sess);
     rc = rw_tcp_cond_init(&ep->cond);
     if (rc)
         goto fail_sess;

@@ -182,7 +182,7 @@ struct rw_tcp_srv_ep {
     struct rw_tcp_key *keys;        /* sorted by rkey */
     size_t n_keys;
     struct rw_tcp_sess *sess;       /* its session's share of the budget */
-    unsigned loop_place;            /* which server loop serves it (rw_tcp_sess_join) */
+    unsigned loop_place;            /* which server loop serves it (rw_tcp_sess_place) */
 
     /* guarded by dom->lock */
     pthread_cond_t cond;            /* signalled when a connection is attached */

@@ -138,8 +138,8 @@ static int tcp_ep_liveness(struct rw_ep *ep)
 }
 
 const struct rw_transport_ops rw_tcp_ops = {
-    .rails_share_cores = 1,
     .name = "tcp",
+    .rails_share_cores = 1,
     .domain_open = tcp_domain_open,
     .domain_close = rw_tcp_domain_close,
     .mr_reg = rw_tcp_mr_reg,

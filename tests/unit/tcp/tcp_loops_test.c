@@ -8,8 +8,8 @@
  * The server runs in a child process forked before any thread exists, so
  * the threads counted in /proc/self/task are the client's only. */
 #include <criterion/criterion.h>
-#include <sched.h>
 #include <dirent.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,9 +350,9 @@ Test(tcp_loops, a_stalled_rail_does_not_hold_up_the_others_on_its_loop, .timeout
 }
 
 /* A railset's rails are created in order and connect in parallel, so they
- * attach in any order: rail i still goes to loop i mod 2 on the client and
- * to the session's base + i on the server, so each client loop talks to
- * one server loop (on one host, the two ends of a rail can share a CPU). */
+ * attach in any order: rail i still goes to loop (rail 0's place + i) mod 2 on
+ * the client and (the session's base + i) mod 2 on the server, so each
+ * client loop talks to one server loop (on one host, the two ends of a rail can share a CPU). */
 Test(tcp_loops, consecutive_rails_go_to_consecutive_loops_at_both_ends, .timeout = 60)
 {
     enum { N = 4 };
