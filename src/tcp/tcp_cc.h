@@ -8,7 +8,8 @@
  * same-host rail whose algorithm is a BBR, of a railset (or session) of at
  * most RW_TCP_CC_RAILS_PER_CPU rails for each CPU the process may use
  * (rw_cpus_usable, the count that sizes the client's event loops), is
- * switched to cubic, or to reno where cubic is not permitted.  With more
+ * switched to cubic (a server's socket: reno, below), or to the other
+ * where the first is not permitted.  With more
  * rails each connection carries a small share and BBR's cap no longer
  * binds, while cubic's unpaced sends measured about half as fast on many
  * loopback connections (same document); those rails, and rails to other
@@ -42,11 +43,17 @@ int rw_tcp_same_host(const struct sockaddr_storage *local, const struct sockaddr
  * the socket keeps the system's. */
 void rw_tcp_pick_congestion(int fd, unsigned set_rails);
 /* The same for the rail socket of a server session of set_rails rails,
- * which moves to cubic up to RW_TCP_CC_SERVER_RAILS_PER_CPU rails a CPU:
- * its sockets send the READ answers, and 8 same-host rails on 2 CPUs moved
- * 1 MiB READs 1.2-1.4x faster with the server's sockets on cubic and the
- * client's on BBR (whose WRITEs lost under cubic), 4 KiB and 64 KiB within
- * the runs' spread (docs/benchmarks.md, sixteenth session). */
+ * which moves to reno (cubic where reno is refused) up to
+ * RW_TCP_CC_SERVER_RAILS_PER_CPU rails a CPU.  Its sockets send the READ
+ * answers: 8 same-host rails on 2 CPUs moved 1 MiB READs 1.2-1.4x faster
+ * with the server's sockets off BBR and the client's on it (whose WRITEs
+ * lost under cubic), and reno moved them 1.3-1.4x faster again than cubic
+ * (10.0k-11.0k against 7.1k-7.8k a second): a rail of 8 carries one or two
+ * 512 KiB answers at a time, and cubic's HyStart ends the slow start of
+ * such bursts early (TcpExtTCPHystartTrainDetect counts it), leaving a
+ * small window that the client's ACKs must clock out; reno grows it to
+ * what the socket holds.  4 KiB, 64 KiB and WRITE rows moved the same
+ * within the runs' spread (docs/benchmarks.md, seventeenth session). */
 void rw_tcp_pick_server_congestion(int fd, unsigned set_rails);
 
 #endif

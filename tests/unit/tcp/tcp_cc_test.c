@@ -127,7 +127,7 @@ Test(tcp_cc, auto_keeps_bbr_when_the_railset_has_more_than_two_rails_a_cpu)
     close(s);
 }
 
-Test(tcp_cc, a_server_session_moves_off_bbr_up_to_four_rails_a_cpu)
+Test(tcp_cc, a_server_session_moves_off_bbr_to_reno_up_to_four_rails_a_cpu)
 {
     int c, s;
     char cc[16];
@@ -141,7 +141,10 @@ Test(tcp_cc, a_server_session_moves_off_bbr_up_to_four_rails_a_cpu)
     cr_assert_str_eq(cc, "bbr", "a session of more than 4 rails a CPU keeps BBR");
     rw_tcp_pick_server_congestion(s, most);
     cc_of(s, cc, sizeof(cc));
-    cr_assert(!strcmp(cc, "cubic") || !strcmp(cc, "reno"), "4 rails a CPU: %s", cc);
+    /* reno, not cubic: cubic's HyStart stops the slow start of a
+     * connection that sends one or two slices at a time (src/tcp/tcp_cc.h);
+     * reno is built into every kernel and always permitted. */
+    cr_assert_str_eq(cc, "reno", "4 rails a CPU: %s", cc);
     rw_tcp_pick_congestion(c, most);
     cc_of(c, cc, sizeof(cc));
     cr_assert_str_eq(cc, "bbr", "a railset of 4 rails a CPU keeps BBR");
