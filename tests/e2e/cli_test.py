@@ -413,12 +413,27 @@ def test_bench_duration_and_progress():
           "no progress line:\n" + err)
 
 
+def test_bench_warmup_runs_untimed_transfers_first():
+    # 4 KiB READs are one slice each: the rails moved the warm-up's 40 and
+    # the timed 100, while the result counts only the 100
+    rc, j, err = bench_json(RW, ["--loopback", "--transport", "tcp", "--rails", "2", "--read",
+                                 "--verify", "-s", "4K", "-q", "4", "-n", "100", "--warmup", "40"],
+                            want_rc=0)
+    check(j["warmup"] == 40 and j["verify"] == "ok" and j["failed"] == 0, j)
+    check(j["results"][0]["transfers"] == 100, j["results"][0])
+    check(sum(st["slices"] for st in j["rail_stats"]) == 140, j["rail_stats"])
+    rc, j, err = bench_json(RW, ["--loopback", "--transport", "tcp", "-s", "4K", "-n", "10"],
+                            want_rc=0)
+    check(j["warmup"] == 0 and sum(st["slices"] for st in j["rail_stats"]) == 10, j)
+
+
 def test_bench_usage_errors():
     for args in (["--rails", "9", "--loopback"], ["--rails", "256", "--loopback", "--dialect", "rw"],
                  ["--read", "--write", "--loopback"], [],
                  ["--loopback", "--connect", "127.0.0.1:1"], ["--loopback", "-s", "0"],
                  ["--loopback", "-s", "12X"], ["--connect", "nohost"], ["--loopback", "-D", "-1"],
-                 ["--loopback", "--busy-poll-us", "1000001"], ["--loopback", "--busy-poll-us", "-5"]):
+                 ["--loopback", "--busy-poll-us", "1000001"], ["--loopback", "--busy-poll-us", "-5"],
+                 ["--loopback", "--warmup", "x"], ["--loopback", "--warmup", "-1"]):
         rc, out, err = run([RW, "bench"] + args, timeout=20)
         check(rc == 2 and "error" in err, "bench %s: exit %d: %s" % (args, rc, err))
 

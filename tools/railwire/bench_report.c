@@ -142,8 +142,9 @@ void bench_report_json(FILE *f, const struct bench_summary *s)
     json_str(f, s->op);
     fprintf(f, ", \"target\": ");
     json_str(f, s->target);
-    fprintf(f, ", \"loopback\": %s, \"rails\": %u, \"depth\": %u, \"slice\": %llu",
-            s->loopback ? "true" : "false", s->rails, s->depth, (unsigned long long)s->slice);
+    fprintf(f, ", \"loopback\": %s, \"rails\": %u, \"depth\": %u, \"slice\": %llu, \"warmup\": %llu",
+            s->loopback ? "true" : "false", s->rails, s->depth, (unsigned long long)s->slice,
+            (unsigned long long)s->warmup);
     fprintf(f, ", \"connect_ms\": %.3f, \"registration_ms\": %.3f, \"registration_bytes\": %llu",
             s->connect_ms, s->reg_ms, (unsigned long long)s->reg_bytes);
     if (s->loopback)

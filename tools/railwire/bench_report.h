@@ -32,6 +32,7 @@ struct bench_summary {
     unsigned rails;
     unsigned depth;
     uint64_t slice;             /* 0 = library default */
+    uint64_t warmup;            /* untimed transfers run before each size */
     double connect_ms;          /* railwire_railset_connect */
     double reg_ms;              /* railwire_mr_register of the client buffers */
     uint64_t reg_bytes;

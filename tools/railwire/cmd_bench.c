@@ -50,6 +50,10 @@ static const char bench_usage[] =
     "  -q, --depth N          transfers in flight (default 8)\n"
     "  -n, --iters N          transfers per size (default 1000 unless -D)\n"
     "  -D, --duration SEC     run for SEC seconds per size\n"
+    "  --warmup N             before each size, N transfers of it that are not\n"
+    "                         timed (a new connection's first tenths of a second\n"
+    "                         run slower: TCP windows, the scheduler placing the\n"
+    "                         threads); failures in them still count (default 0)\n"
     "  --verify               check every byte: reads against the pattern the\n"
     "                         server holds (seed 0: --loopback, `serve --fill`,\n"
     "                         or files written with that pattern); each write\n"
@@ -117,6 +121,7 @@ struct bench_opts {
     enum railwire_opcode opcode;
     unsigned rails, depth, rail_depth, layers;
     uint64_t size, iters, span, slice;
+    uint64_t warmup;           /* --warmup: untimed transfers before each size */
     double seconds;
     int connect_timeout, io_timeout, op_timeout, all_down_timeout, no_heal;
     int busy_poll_us;          /* library value: 0 = default, -1 = never */
@@ -133,7 +138,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
     enum { O_CONNECT = 256, O_LOOPBACK, O_DIALECT, O_RAILS, O_READ, O_WRITE, O_VERIFY, O_SPAN,
            O_LAYERS, O_SLICE, O_RAIL_DEPTH, O_TRANSPORT, O_LOCAL, O_DEVICE, O_CTIMEOUT, O_OTIMEOUT,
            O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN, O_IOTIMEOUT, O_METRICS_DUMP,
-           O_BUSY_POLL, O_NEAR };
+           O_BUSY_POLL, O_NEAR, O_WARMUP };
     static const struct option longopts[] = {
         {"connect", required_argument, NULL, O_CONNECT},
         {"loopback", no_argument, NULL, O_LOOPBACK},
@@ -146,6 +151,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"depth", required_argument, NULL, 'q'},
         {"iters", required_argument, NULL, 'n'},
         {"duration", required_argument, NULL, 'D'},
+        {"warmup", required_argument, NULL, O_WARMUP},
         {"verify", no_argument, NULL, O_VERIFY},
         {"span", required_argument, NULL, O_SPAN},
         {"layers", required_argument, NULL, O_LAYERS},
@@ -255,6 +261,11 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         case O_SLICE:
             if (tool_parse_size(optarg, "--slice", 0, &b->slice) < 0)
                 return -1;
+            break;
+        case O_WARMUP:
+            if (tool_parse_uint(optarg, "--warmup", 0, 1000000, &v) < 0)
+                return -1;
+            b->warmup = v;
             break;
         case O_RAIL_DEPTH:
             if (tool_parse_uint(optarg, "--rail-depth", 1, 65536, &v) < 0)
@@ -546,6 +557,7 @@ int cmd_bench(int argc, char **argv)
     sum->rails = railwire_railset_rail_count(rs);
     sum->depth = b.depth;
     sum->slice = b.slice;
+    sum->warmup = b.warmup;
     if (!b.json && !b.quiet)
         fprintf(stderr, "connected to %s: transport %s, %u rail%s, connect %.2f ms, registration %.3f ms\n",
                 target, sum->transport, sum->rails, sum->rails == 1 ? "" : "s", sum->connect_ms,
@@ -555,6 +567,12 @@ int cmd_bench(int argc, char **argv)
         double secs = b.seconds;
         if (b.sweep && !secs)
             secs = BENCH_SWEEP_SECONDS;
+        if (b.warmup) {
+            struct bench_result discard;
+            rc = bench_run_size(&run, sizes[i], b.warmup, 0, &discard);
+            if (rc < 0)
+                break;
+        }
         rc = bench_run_size(&run, sizes[i], b.iters, secs, &sum->results[sum->n_results++]);
         if (rc < 0)
             break;
