@@ -48,7 +48,7 @@ void rw_tcp_pick_congestion(int fd, unsigned set_rails);
  * answers: 8 same-host rails on 2 CPUs moved 1 MiB READs 1.2-1.4x faster
  * with the server's sockets off BBR and the client's on it (whose WRITEs
  * lost under cubic), and reno moved them 1.3-1.4x faster again than cubic
- * (10.0k-11.0k against 7.1k-7.8k a second): a rail of 8 carries one or two
+ * (9.9k-11.0k against 7.1k-7.8k a second): a rail of 8 carries one or two
  * 512 KiB answers at a time, and cubic's HyStart ends the slow start of
  * such bursts early (TcpExtTCPHystartTrainDetect counts it), leaving a
  * small window that the client's ACKs must clock out; reno grows it to
