@@ -22,7 +22,18 @@
 #include <stdint.h>
 
 #define RW_TCP_DEFAULT_BUDGET (256ull << 20)
-#define RW_TCP_DEFAULT_SHARE (16ull << 20)
+/* A session's share: 64 MiB, so that a connection of a 64-rail session
+ * may queue 1 MiB (two of the client's default 512 KiB slices).  At 16 MiB
+ * each such connection got 256 KiB, under one slice, and every READ answer
+ * waited for EPOLLOUT partway: 64 rails of 1 MiB READs at depth 8 on
+ * loopback moved 6.6k-7.4k transfers/s against 8.8k-9.3k at 64 MiB, in
+ * alternating runs (docs/benchmarks.md, seventeenth session).  The budget
+ * still bounds the process, and the per-connection term (B / connections)
+ * binds first under many sessions: tcp_srv_bench --f3 (63 hostile 8-rail
+ * sessions) kept the legitimate client at 0.90-1.03 of its unloaded rate
+ * (3 runs, medians 0.92-1.01), as at 16 MiB (0.92-1.00, medians
+ * 0.93-1.00). */
+#define RW_TCP_DEFAULT_SHARE (64ull << 20)
 #define RW_TCP_CAP_MIN (128ull << 10)
 #define RW_TCP_CAP_MAX (4ull << 20)
 

@@ -69,7 +69,7 @@ struct rw_domain_cfg {
      * gives a non-zero value sets it: give every domain the same one. */
     uint64_t tcp_queue_budget;
     /* tcp server: the most one session (its eps together, see
-     * rw_ep_cfg.same_session) may have queued; 0 = 16 MiB.  Process-wide,
+     * rw_ep_cfg.same_session) may have queued; 0 = 64 MiB.  Process-wide,
      * set like tcp_queue_budget. */
     uint64_t tcp_session_share;
     /* tcp server: how long an event-loop thread that just served requests

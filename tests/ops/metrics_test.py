@@ -89,7 +89,7 @@ def test_exposition_and_counters(srv):
     budget = mc.sample(text, "railwire_server_queue_budget_bytes", {"transport": "tcp"})
     check(budget == 256 << 20, f"queue budget {budget}, expected the 256 MiB default")
     share = mc.sample(text, "railwire_server_queue_share_bytes", {"transport": "tcp"})
-    check(share == 16 << 20, f"queue share {share}, expected the 16 MiB default")
+    check(share == 64 << 20, f"queue share {share}, expected the 64 MiB default")
     peak = mc.sample(text, "railwire_server_queued_peak_bytes", {"transport": "tcp"})
     check(peak is not None and 0 < peak <= budget, f"queued peak {peak}")
     queued = mc.sample(text, "railwire_server_queued_bytes", {"transport": "tcp"})
