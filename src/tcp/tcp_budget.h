@@ -26,7 +26,7 @@
  * may queue 1 MiB (two of the client's default 512 KiB slices).  At 16 MiB
  * each such connection got 256 KiB, under one slice, and every READ answer
  * waited for EPOLLOUT partway: 64 rails of 1 MiB READs at depth 8 on
- * loopback moved 6.6k-7.4k transfers/s against 8.8k-9.3k at 64 MiB, in
+ * loopback moved 6.6k-8.0k transfers/s against 8.8k-9.8k at 64 MiB, in
  * alternating runs (docs/benchmarks.md, seventeenth session).  The budget
  * still bounds the process, and the per-connection term (B / connections)
  * binds first under many sessions: tcp_srv_bench --f3 (63 hostile 8-rail
