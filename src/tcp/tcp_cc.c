@@ -63,9 +63,10 @@ static int set_cc(int fd, const char *name)
 }
 
 /* Moves a same-host BBR socket of a railset or session of set_rails rails
- * to `alt` (or to the other of cubic and reno where `alt` is refused) when
- * the rails are at most per_cpu for each usable CPU. */
-static void pick(int fd, unsigned set_rails, unsigned per_cpu, const char *alt)
+ * to `first` (or to `second` where `first` is refused) when the rails are
+ * at most per_cpu for each usable CPU. */
+static void pick(int fd, unsigned set_rails, unsigned per_cpu, const char *first,
+                 const char *second)
 {
     struct sockaddr_storage local, peer;
     socklen_t ll = sizeof(local), pl = sizeof(peer), n;
@@ -91,7 +92,7 @@ static void pick(int fd, unsigned set_rails, unsigned per_cpu, const char *alt)
     if (getsockname(fd, (struct sockaddr *)&local, &ll) < 0 ||
         getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || !rw_tcp_same_host(&local, &peer))
         return;
-    if (set_cc(fd, alt) == 0 || set_cc(fd, strcmp(alt, "cubic") ? "cubic" : "reno") == 0)
+    if (set_cc(fd, first) == 0 || set_cc(fd, second) == 0)
         return;
     rw_debug("tcp: a same-host rail keeps %s: neither cubic nor reno is permitted (%s)", cur,
              strerror(errno));
@@ -99,10 +100,10 @@ static void pick(int fd, unsigned set_rails, unsigned per_cpu, const char *alt)
 
 void rw_tcp_pick_congestion(int fd, unsigned set_rails)
 {
-    pick(fd, set_rails, RW_TCP_CC_RAILS_PER_CPU, "cubic");
+    pick(fd, set_rails, RW_TCP_CC_RAILS_PER_CPU, "cubic", "reno");
 }
 
 void rw_tcp_pick_server_congestion(int fd, unsigned set_rails)
 {
-    pick(fd, set_rails, RW_TCP_CC_SERVER_RAILS_PER_CPU, "reno");
+    pick(fd, set_rails, RW_TCP_CC_SERVER_RAILS_PER_CPU, "reno", "cubic");
 }

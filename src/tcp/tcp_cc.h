@@ -9,9 +9,8 @@
  * most RW_TCP_CC_RAILS_PER_CPU rails for each CPU the process may use
  * (rw_cpus_usable, the count that sizes the client's event loops), is
  * switched to cubic (a server's socket: reno, below), or to the other
- * where the first is not permitted.  With more
- * rails each connection carries a small share and BBR's cap no longer
- * binds, while cubic's unpaced sends measured about half as fast on many
+ * where the first is not permitted.  With more rails each connection
+ * carries a small share and BBR's cap no longer binds, while cubic's unpaced sends measured about half as fast on many
  * loopback connections (same document); those rails, and rails to other
  * hosts, keep the system's algorithm.  Two rails a CPU: on 2 CPUs, 3 and 4
  * rails moved 1.1-1.5x under cubic at 64 KiB and 1 MiB, 8 rails gained and
