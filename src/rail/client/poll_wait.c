@@ -99,20 +99,27 @@ static void add_fd(struct pollfd *pfd, nfds_t *n, int fd)
     (*n)++;
 }
 
-/* Arms every live rail and puts its wait fd in pfd, then the heal worker's
- * eventfd.  Sets *busy when slices wait for a live rail or a rail could not
- * be armed (the sleep must then be short), and *direct when every rail's
- * fd wakes on the rail's own input (ep_arm returned 1: no spin needed).
- * Returns the fds set. */
+/* Arms every busy rail (one with outstanding slices: the others can have
+ * no completion, and rw_progress polls only these) and puts its wait fd in
+ * pfd, then the heal worker's eventfd.  Each rail looked at is stamped
+ * with this round (armed_round), so that a rail made busy after it, by
+ * this thread's progress or by another thread while the poller sleeps, is
+ * known to be missing from the set (see sleep_on_rails and
+ * rw_rail_out_push).  Sets *busy when slices wait for a live rail or a
+ * rail could not be armed (the sleep must then be short), and *direct
+ * when every rail's fd wakes on the rail's own input (ep_arm returned 1:
+ * no spin needed).  Returns the fds set. */
 static nfds_t arm_poll_set(railwire_railset *rs, struct pollfd *pfd, int *busy, int *direct)
 {
     nfds_t n = 0;
+    uint64_t round = ++rs->arm_round;
     *busy = rs->pending.head != NULL && rs->n_live > 0;
     *direct = 1;
-    for (unsigned i = 0; i < rs->n_rails; i++) {
-        struct rw_rail *r = &rs->rails[i];
+    for (unsigned k = 0; k < rs->n_busy; k++) {
+        struct rw_rail *r = &rs->rails[rs->busy[k]];
         if (!rw_rail_is_up(r))
             continue;
+        r->armed_round = round;
         int fd = rs->ops->ep_wait_fd(r->ep);
         int armed = fd < 0 ? -1 : rs->ops->ep_arm(r->ep);
         if (armed < 0) {
@@ -127,6 +134,18 @@ static nfds_t arm_poll_set(railwire_railset *rs, struct pollfd *pfd, int *busy, 
     if (hfd >= 0)
         add_fd(pfd, &n, hfd);
     return n;
+}
+
+/* Whether a busy rail is missing from the poll set armed this round: its
+ * completion would not wake the sleep. */
+static int poll_set_lacks_busy(const railwire_railset *rs)
+{
+    for (unsigned k = 0; k < rs->n_busy; k++) {
+        const struct rw_rail *r = &rs->rails[rs->busy[k]];
+        if (r->armed_round != rs->arm_round && rw_rail_is_up(r))
+            return 1;
+    }
+    return 0;
 }
 
 /* With the lock held: sleeps until a rail may have completions, at most ms
@@ -150,6 +169,11 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
      * then either. */
     if (got > 0 || rs->done.count != done_before)
         return got;
+    /* This round's progress posted to a rail that was idle when the set
+     * was armed: arm again (the caller's next round) rather than sleep
+     * deaf to it.  Arming after the post could miss its completion. */
+    if (poll_set_lacks_busy(rs))
+        return 0;
     int outstanding = rs->n_busy > 0;
     int64_t now = rw_now_ms();
     int64_t left = rw_railset_next_deadline(rs, now) - now;
@@ -165,6 +189,7 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
     rs_notify(rs);
     rs->poller_gen = rs->done_gen;
     rs->poller_rails_gen = rs->rails_gen;
+    rs->poll_set_stale = 0;
     uint64_t gen = rs->done_gen;
     /* Rails whose fd wakes on their own input are woken by the answer
      * itself, as a blocking receive would be: no spin for them. */

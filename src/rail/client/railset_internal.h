@@ -125,6 +125,7 @@ struct rw_rail {
     uint64_t inflight_bytes;
     struct rw_list outstanding; /* slices; change it through rw_rail_out_push/_remove */
     int busy_pos;             /* index in the railset's busy set, -1 while nothing is outstanding */
+    uint64_t armed_round;     /* rs->arm_round when the poller last put it in its poll set */
     struct rw_qp_id peer;     /* the server's identity of this rail (its GID says where) */
     double inv_gbps;          /* 1 / stats.gbps: the load's scale, kept for the rail choice */
     struct rw_rsess *sess;    /* the session it belongs to */
@@ -166,6 +167,8 @@ struct railwire_railset {
     uint64_t rails_gen;       /* bumped when a rail is put in service (a new ep to poll) */
     uint64_t poller_rails_gen; /* rails_gen when the poller built its poll set */
     int kick_fd;              /* eventfd in the poller's poll set, -1 if none */
+    uint64_t arm_round;       /* bumped each time a poller arms its poll set (poll_wait.c) */
+    int poll_set_stale;       /* a rail turned busy after the sleeping poller armed its set */
     size_t n_async;           /* submitted by submit/submit_batch, not yet delivered */
     struct rw_list_node *xfer_pool; /* freed transfers kept for reuse (no allocation per
                                        transfer), chained through link.next */

@@ -16,13 +16,18 @@ static inline struct rw_xfer *rw_xfer_of(struct rw_list_node *n)
     return rw_list_entry_or_null(n, struct rw_xfer, link);
 }
 
-/* Adds s to rail r's outstanding list / removes it (keeping the busy set). */
+/* Adds s to rail r's outstanding list / removes it (keeping the busy set,
+ * and marking a sleeping poller's poll set stale when r joins it). */
 static inline void rw_rail_out_push(railwire_railset *rs, struct rw_rail *r, struct rw_slice *s)
 {
     rw_list_push_tail(&r->outstanding, &s->link);
     if (r->busy_pos < 0) {
         r->busy_pos = (int)rs->n_busy;
         rs->busy[rs->n_busy++] = r->index;
+        /* A sleeping poller armed only the rails busy then (poll_wait.c):
+         * the release of the lock kicks it to arm this one too. */
+        if (rs->poller && r->armed_round != rs->arm_round)
+            rs->poll_set_stale = 1;
     }
 }
 

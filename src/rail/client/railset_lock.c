@@ -49,13 +49,16 @@ void rs_release_slow(railwire_railset *rs)
     if (work & RS_RELEASE_WAITERS)
         rs_notify(rs);
     if ((work & RS_RELEASE_POLLER) && rs->kick_fd >= 0 &&
-        (rs->poller_gen != rs->done_gen || rs->poller_rails_gen != rs->rails_gen)) {
+        (rs->poller_gen != rs->done_gen || rs->poller_rails_gen != rs->rails_gen ||
+         rs->poll_set_stale)) {
         /* Another thread finished transfers while the poller sleeps (one of
-         * them may be what the poller waits for), or put a rail in service
-         * whose completions the poller's poll set does not watch yet. */
+         * them may be what the poller waits for), put a rail in service, or
+         * posted to a rail that was idle when the poller armed its set: the
+         * poll set does not watch that rail's completions yet. */
         uint64_t one = 1;
         rs->poller_gen = rs->done_gen;
         rs->poller_rails_gen = rs->rails_gen;
+        rs->poll_set_stale = 0;
         if (write(rs->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
             rw_debug("railset: cannot kick the poller: %s", strerror(errno));
     }

@@ -42,6 +42,9 @@ size_t rw_test_pending(const railwire_railset *rs);
 /* Rails in service; rails with outstanding slices. */
 unsigned rw_test_live(const railwire_railset *rs);
 unsigned rw_test_busy(const railwire_railset *rs);
+/* Whether a thread sleeps in poll() for the railset (the poller), taking
+ * the lock: the one accessor another thread may call meanwhile. */
+int rw_test_poller_sleeps(railwire_railset *rs);
 /* Effective slice size; the poller's spin window. */
 size_t rw_test_slice_size(const railwire_railset *rs);
 uint64_t rw_test_busy_poll_ns(const railwire_railset *rs);

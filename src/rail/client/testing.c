@@ -71,6 +71,14 @@ unsigned rw_test_busy(const railwire_railset *rs)
     return rs->n_busy;
 }
 
+int rw_test_poller_sleeps(railwire_railset *rs)
+{
+    rs_lock(rs);
+    int sleeps = rs->poller;
+    rs_unlock(rs);
+    return sleeps;
+}
+
 size_t rw_test_slice_size(const railwire_railset *rs)
 {
     return rs->slice_size;

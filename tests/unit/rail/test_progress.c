@@ -2,6 +2,7 @@
 /* Progress over the mock transport: poll and wait, the synchronous helpers,
  * timeouts and per-rail statistics. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -229,4 +230,74 @@ Test(progress, busy_poll_defaults_to_50_us_and_minus_one_turns_it_off)
     railwire_mr *mr = reg(buf, sizeof(buf));
     cr_assert_eq(railwire_read(w.rs, mr, buf, sizeof(buf), 0, 0, 20000), 0);
     cr_assert_eq(memcmp(buf, w.layer[0], 4096), 0);
+}
+
+/* ---- a sleeping waiter and another thread's submit ------------------- */
+
+struct waiter_arg {
+    railwire_railset *rs;
+    int n;
+    railwire_completion c;
+};
+
+static void *wait_one(void *arg)
+{
+    struct waiter_arg *a = arg;
+    a->n = railwire_wait(a->rs, &a->c, 1, 30000);
+    return NULL;
+}
+
+/* The waiter arms only the rails with work when it goes to sleep; a
+ * transfer another thread then hands to an idle rail must reach the poll
+ * set (the submit kicks the sleeper), or it would wait for the sleeper's
+ * timeout (here 30 s; the silent rail's op timeout is 60 s).  The mock's
+ * fd of the idle rail never fires by itself: only a re-arm after the kick
+ * sees the transfer. */
+Test(progress, a_submit_to_an_idle_rail_wakes_a_waiter_asleep_on_a_stalled_one, .timeout = 60)
+{
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.op_timeout_ms = 60000;
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 2, 1, 64 * KIB, NULL, &o), 0);
+    static uint8_t buf[2][4096];
+    railwire_mr *mr = reg(buf, sizeof(buf));
+    mock_ep_blackhole(w.ep[0], 1);
+    mock_ep_blackhole(w.ep[1], 1);
+    railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf[0], .length = 4096};
+    railwire_handle stalled, later;
+    cr_assert_eq(railwire_submit(w.rs, &op, &stalled), 0);
+    unsigned s = rw_test_rail_outstanding(w.rs, 0) ? 0 : 1, idle = 1 - s;
+    cr_assert_eq(rw_test_rail_outstanding(w.rs, s), 1u);
+    mock_ep_blackhole(w.ep[idle], 0); /* rail s stays silent */
+
+    struct waiter_arg a = {.rs = w.rs};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, wait_one, &a), 0);
+    int asleep = 0;
+    for (int i = 0; i < 10000 && !asleep; i++) {
+        asleep = rw_test_poller_sleeps(w.rs);
+        if (!asleep) {
+            struct timespec ts = {0, 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    cr_assert(asleep, "the waiting thread did not go to sleep on the rails within 10 s");
+    op.local = buf[1];
+    op.remote_offset = 8192;
+    cr_assert_eq(railwire_submit(w.rs, &op, &later), 0);
+    /* Not a speed bound: without the kick the waiter sleeps out its 30 s
+     * (the silent rail's op timeout is 60 s), a hang for the transfer. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    int joined = pthread_timedjoin_np(t, NULL, &until);
+    cr_assert_eq(joined, 0, "the waiter still slept 10 s after a transfer went to the idle rail");
+    cr_assert_eq(a.n, 1, "the waiter returned %d: the transfer on the idle rail was not delivered "
+                 "while the other rail stayed silent", a.n);
+    cr_assert_eq(a.c.handle, later);
+    cr_assert_eq(a.c.status, 0);
+    cr_assert_eq(memcmp(buf[1], w.layer[0] + 8192, 4096), 0);
+    cr_assert_eq(rw_test_rail_outstanding(w.rs, s), 1u, "the silent rail still holds its READ");
+    cr_assert_eq(rw_test_rail_state(w.rs, s), RAILWIRE_RAIL_UP);
+    (void)stalled;
 }
