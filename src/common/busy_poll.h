@@ -44,25 +44,59 @@ static inline int rw_busy_poll_check(const char *who, int us)
     return RAILWIRE_E_INVALID;
 }
 
+/* An attempt plus the sched_yield after it that took this long means the
+ * thread lost its CPU to another runnable thread for a time slice (a
+ * CPU-bound process on a machine with no idle core), not a hand-off to a
+ * peer thread with a few microseconds of work. */
+#define RW_BUSY_POLL_PREEMPTED_NS (1000u * 1000u)
+/* After such a loss no thread of the process spins for a quiet time: on a
+ * machine whose cores are all taken, each sched_yield of a spin gives a
+ * whole slice away, and a waiter woken by its fd is scheduled sooner than
+ * one that yields (4 KiB READs at depth 1 on tcp loopback beside two
+ * CPU-bound processes on 2 CPUs: 250-7,000 a second spinning, 4,900-43,000
+ * sleeping at once; docs/benchmarks.md, eighteenth session).  The quiet
+ * time starts at RW_BUSY_POLL_QUIET_MIN_NS (a lone stall of the host costs
+ * little spinning) and doubles, up to RW_BUSY_POLL_QUIET_MAX_NS, each time
+ * the first spins after it lose the CPU again (a lasting load). */
+#define RW_BUSY_POLL_QUIET_MIN_NS (10u * 1000u * 1000u)
+#define RW_BUSY_POLL_QUIET_MAX_NS (1000u * 1000u * 1000u)
+
+/* Whether spinning is off for the process at time now_ns (a recent spin
+ * lost its CPU: see RW_BUSY_POLL_QUIET_MIN_NS). */
+int rw_busy_poll_quiet(uint64_t now_ns);
+/* Records that a spin lost its CPU at now_ns: no spin for the quiet time. */
+void rw_busy_poll_preempted(uint64_t now_ns);
+/* The length of the current (or last) quiet time in ns; 0 before any. */
+uint64_t rw_busy_poll_quiet_len_ns(void);
+
 /* Calls attempt(arg) until it returns non-zero or window_ns has passed (at
  * most timeout_ms when that is >= 0), giving way to other runnable threads
- * between attempts.  Returns the last result: 0 when the window passed with
- * nothing. */
+ * between attempts.  A round that lost the CPU to another thread for a
+ * slice ends the window and silences every spin of the process for a
+ * quiet time (above); while silenced, returns 0 at once.  Returns the
+ * last result: 0 when the window passed (or was cut short) with nothing. */
 static inline int rw_busy_poll_run(int (*attempt)(void *), void *arg, uint64_t window_ns,
                                    int timeout_ms)
 {
     uint64_t now = rw_now_ns(), end;
     int r;
 
+    if (rw_busy_poll_quiet(now))
+        return 0;
     if (timeout_ms >= 0 && (uint64_t)timeout_ms * 1000000u < window_ns)
         window_ns = (uint64_t)timeout_ms * 1000000u;
     end = now + window_ns;
     while (now < end) {
+        uint64_t round = now;
         r = attempt(arg);
         if (r != 0)
             return r;
         sched_yield();
         now = rw_now_ns();
+        if (now - round >= RW_BUSY_POLL_PREEMPTED_NS) {
+            rw_busy_poll_preempted(now);
+            return 0;
+        }
     }
     return 0;
 }

@@ -192,8 +192,14 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
     rs->poll_set_stale = 0;
     uint64_t gen = rs->done_gen;
     /* Rails whose fd wakes on their own input are woken by the answer
-     * itself, as a blocking receive would be: no spin for them. */
-    uint64_t spin = outstanding && n > 0 && ms > 0 && !direct && gen != rs->spin_idle_gen
+     * itself, as a blocking receive would be: no spin for them, unless one
+     * slice alone is awaited (depth 1), where the spin catches the answer
+     * sooner than the wake-up (4 KiB READs, 1 and 2 rails: 40k-51k a
+     * second spinning, 27k-35k not; docs/benchmarks.md, eighteenth
+     * session).  A spin that loses its CPU to a busy machine stops every
+     * spin for a while (common/busy_poll.h). */
+    int lone = rs->n_busy == 1 && rs->rails[rs->busy[0]].outstanding.count == 1;
+    uint64_t spin = outstanding && n > 0 && ms > 0 && (!direct || lone) && gen != rs->spin_idle_gen
                         ? rs->busy_poll_ns
                         : 0;
     pthread_mutex_unlock(&rs->lock);
