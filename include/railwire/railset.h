@@ -117,9 +117,9 @@ typedef struct railwire_railset_opts {
                                           runnable thread, and a window that found nothing
                                           is not reopened until something completes, so a
                                           stalled server never keeps it spinning.  A spin
-                                          that loses its CPU to another runnable thread
-                                          for a time slice (no idle core) stops every spin
-                                          of the process for 10 ms, doubling up to 1 s
+                                          that loses its CPU to another process for a
+                                          time slice (no idle core) stops every spin of
+                                          the process for 10 ms, doubling up to 1 s
                                           while that lasts.  0 = default (50), -1 = sleep
                                           at once, at most 1000000 */
     uint32_t reserved0;                /* 0 (makes the tail padding a field: a member

@@ -126,8 +126,9 @@ typedef struct railwire_server_opts {
      * polling its sockets before it sleeps, in microseconds, so that the
      * next request of an active client is not delayed by a wake-up (it
      * gives way to any other runnable thread; an idle server sleeps; a
-     * spin that loses its CPU for a time slice stops every spin of the
-     * process for 10 ms to 1 s, as for railwire_railset_opts).  The
+     * spin that loses its CPU to another process for a time slice stops
+     * every spin of the process for 10 ms to 1 s, as for
+     * railwire_railset_opts).  The
      * loops are shared by every server of the process: the last server
      * created sets it.  0 = default (50), -1 = sleep at once, at most
      * 1000000.  verbs: unused (the NICs serve). */

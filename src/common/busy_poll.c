@@ -7,11 +7,30 @@
 #include "common/busy_poll.h"
 
 #include <stdatomic.h>
+#include <time.h>
 
 /* rw_now_ns until which no thread spins (0: never silenced), and the
  * length of that quiet time. */
 static _Atomic uint64_t quiet_until_ns;
 static _Atomic uint64_t quiet_len_ns;
+
+uint64_t rw_busy_poll_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int rw_busy_poll_lost(uint64_t start_ns, uint64_t cpu0, uint64_t now_ns)
+{
+    uint64_t cpu = cpu0 ? rw_busy_poll_cpu_ns() : 0;
+    /* Without the clock, every lost round counts. */
+    if (cpu && cpu - cpu0 >= now_ns - start_ns)
+        return 0; /* the process itself kept a CPU busy: its own threads ran */
+    rw_busy_poll_preempted(now_ns);
+    return 1;
+}
 
 int rw_busy_poll_quiet(uint64_t now_ns)
 {
