@@ -61,8 +61,8 @@ static inline int rw_busy_poll_check(const char *who, int us)
  * machine whose cores are all taken, each sched_yield of a spin gives a
  * whole slice away, and a waiter woken by its fd is scheduled sooner than
  * one that yields (4 KiB READs at depth 1 on tcp loopback beside two
- * CPU-bound processes on 2 CPUs: 250-7,000 a second spinning, 4,900-43,000
- * sleeping at once; docs/benchmarks.md, eighteenth session).  The quiet
+ * CPU-bound processes on 2 CPUs: as few as 250 a second spinning, against
+ * 4,900-43,000 sleeping at once; docs/benchmarks.md, eighteenth session).  The quiet
  * time starts at RW_BUSY_POLL_QUIET_MIN_NS (a lone stall of the host costs
  * little spinning) and doubles, up to RW_BUSY_POLL_QUIET_MAX_NS, each time
  * the first spins after it lose the CPU again (a lasting load). */
