@@ -62,10 +62,10 @@ static inline int rw_busy_poll_check(const char *who, int us)
  * whole slice away, and a waiter woken by its fd is scheduled sooner than
  * one that yields (4 KiB READs at depth 1 on tcp loopback beside two
  * CPU-bound processes on 2 CPUs: as few as 250 a second spinning, against
- * 4,900-43,000 sleeping at once; docs/benchmarks.md, eighteenth session).  The quiet
- * time starts at RW_BUSY_POLL_QUIET_MIN_NS (a lone stall of the host costs
- * little spinning) and doubles, up to RW_BUSY_POLL_QUIET_MAX_NS, each time
- * the first spins after it lose the CPU again (a lasting load). */
+ * 4,900-43,000 sleeping at once; docs/benchmarks.md, eighteenth session).
+ * The quiet time starts at RW_BUSY_POLL_QUIET_MIN_NS (a lone stall of the
+ * host costs little spinning) and doubles, up to RW_BUSY_POLL_QUIET_MAX_NS,
+ * each time the first spins after it lose the CPU again (a lasting load). */
 #define RW_BUSY_POLL_QUIET_MIN_NS (10u * 1000u * 1000u)
 #define RW_BUSY_POLL_QUIET_MAX_NS (1000u * 1000u * 1000u)
 
@@ -89,8 +89,10 @@ uint64_t rw_busy_poll_quiet_len_ns(void);
  * most timeout_ms when that is >= 0), giving way to other runnable threads
  * between attempts.  A round that reads as load (rw_busy_poll_lost) ends
  * the window and silences every spin of the process for a quiet time;
- * while silenced, returns 0 at once.  Returns the
- * last result: 0 when the window passed (or was cut short) with nothing. */
+ * while silenced, returns 0 at once.  The process's CPU clock is read at
+ * each window's start (one system call), so that a lost round can be told
+ * from a peer thread's work.  Returns the last result: 0 when the window
+ * passed (or was cut short) with nothing. */
 static inline int rw_busy_poll_run(int (*attempt)(void *), void *arg, uint64_t window_ns,
                                    int timeout_ms)
 {

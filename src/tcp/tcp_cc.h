@@ -10,14 +10,15 @@
  * (rw_cpus_usable, the count that sizes the client's event loops), is
  * switched to cubic (a server's socket: reno, below), or to the other
  * where the first is not permitted.  With more rails each connection
- * carries a small share and BBR's cap no longer binds, while cubic's unpaced sends measured about half as fast on many
- * loopback connections (same document); those rails, and rails to other
- * hosts, keep the system's algorithm.  Two rails a CPU: on 2 CPUs, 3 and 4
+ * carries a small share and BBR's cap no longer binds, while cubic's
+ * unpaced sends measured about half as fast on many loopback connections
+ * (same document); those rails, and rails to other hosts, keep the
+ * system's algorithm.  Two rails a CPU: on 2 CPUs, 3 and 4
  * rails moved 1.1-1.5x under cubic at 64 KiB and 1 MiB, 8 rails gained and
  * lost by turns (0.77-1.22x), 16 and 64 lost (0.63-0.94x).
  * RAILWIRE_TCP_CONGESTION overrides the choice: "auto" (the default, the
- * rule above), "system" (never change it), or an algorithm's
- * name for every rail socket (as net.ipv4.tcp_congestion_control spells
+ * rule above), "system" (never change it), or an algorithm's name for
+ * every rail socket (as net.ipv4.tcp_congestion_control spells
  * it; unprivileged processes may only pick those listed in
  * net.ipv4.tcp_allowed_congestion_control). */
 #ifndef RW_TCP_CC_H
