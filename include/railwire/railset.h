@@ -116,7 +116,9 @@ typedef struct railwire_railset_opts {
                                           than a small transfer.  It gives way to any other
                                           runnable thread, and a window that found nothing
                                           is not reopened until something completes, so a
-                                          stalled server never keeps it spinning.  A spin
+                                          stalled server never keeps it spinning; after two
+                                          empty windows in a row a waiter sleeps at once
+                                          until answers come sooner again.  A spin
                                           that loses its CPU to another process for a
                                           time slice (no idle core) stops every spin of
                                           the process for 10 ms, doubling up to 1 s

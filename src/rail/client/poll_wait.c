@@ -148,11 +148,22 @@ static int poll_set_lacks_busy(const railwire_railset *rs)
     return 0;
 }
 
+/* A waiter whose last SPIN_MISSES_MAX windows found nothing sleeps at once
+ * (spin_misses), until a sleep ends sooner than a window would have, or
+ * one window every SPIN_PROBE_EVERY sleeps finds something.  Where answers
+ * come further apart than the window (one rail of 64 KiB or 1 MiB READs:
+ * a slice's answer every 80-200 us), each transfer's completion opened a
+ * window that spun 50 us for nothing, a third of a CPU taken from the two
+ * loops that move the bytes (docs/benchmarks.md, nineteenth session). */
+#define SPIN_MISSES_MAX 2u
+#define SPIN_PROBE_EVERY 16u
+
 /* With the lock held: sleeps until a rail may have completions, at most ms
  * milliseconds, and returns with the lock held.  While slices are
  * outstanding it first spins for rs->busy_poll_ns (see common/busy_poll.h),
- * unless the last window found nothing and no transfer finished since.
- * Returns the number of completions processed while arming. */
+ * unless the last window found nothing and no transfer finished since, or
+ * the last windows all found nothing (above).  Returns the number of
+ * completions processed while arming. */
 static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
 {
     if (rs->poller) {
@@ -199,23 +210,36 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
      * session).  A spin that loses its CPU to a busy machine stops every
      * spin for a while (common/busy_poll.h). */
     int lone = rs->n_busy == 1 && rs->rails[rs->busy[0]].outstanding.count == 1;
-    uint64_t spin = outstanding && n > 0 && ms > 0 && (!direct || lone) && gen != rs->spin_idle_gen
-                        ? rs->busy_poll_ns
-                        : 0;
+    int want_spin = outstanding && n > 0 && ms > 0 && (!direct || lone) && gen != rs->spin_idle_gen &&
+                    rs->busy_poll_ns;
+    int skipped = want_spin && rs->spin_misses >= SPIN_MISSES_MAX;
+    if (skipped && ++rs->spin_skips >= SPIN_PROBE_EVERY) {
+        rs->spin_skips = 0;
+        rs->spin_misses = SPIN_MISSES_MAX - 1; /* one window, to look again */
+        skipped = 0;
+    }
+    uint64_t spin = want_spin && !skipped ? rs->busy_poll_ns : 0;
     pthread_mutex_unlock(&rs->lock);
     struct spin_set set = {pfd, n};
+    uint64_t t0 = skipped ? rw_now_ns() : 0;
     int ready = spin ? rw_busy_poll_run(spin_poll_once, &set, spin, ms) : 0;
+    int polled = 0;
     if (ready != 0) {
         /* the spin found work: no sleep */
     } else if (n == 0 && ms > 0) {
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
-    } else if (poll(pfd, n, ms) < 0 && errno != EINTR) {
+    } else if ((polled = poll(pfd, n, ms)) < 0 && errno != EINTR) {
         rw_debug("progress: poll failed: %s", strerror(errno));
     }
+    uint64_t t1 = skipped && polled > 0 ? rw_now_ns() : 0;
     pthread_mutex_lock(&rs->lock);
     if (spin && ready == 0)
         rs->spin_idle_gen = gen;
+    if (spin)
+        rs->spin_misses = ready > 0 ? 0 : rs->spin_misses + 1;
+    else if (t1 && t1 - t0 < rs->busy_poll_ns)
+        rs->spin_misses = 0; /* a window would have caught this one */
     rs->poller = 0;
     rs_release_work(rs, RS_RELEASE_POLLER, 0);
     /* Drain the kick eventfd only when poll saw it written: it stays

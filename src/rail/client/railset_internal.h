@@ -186,6 +186,8 @@ struct railwire_railset {
     uint64_t busy_poll_ns;    /* the poller's spin window before poll() sleeps, 0 = none */
     uint64_t spin_idle_gen;   /* done_gen when a spin window last found nothing: no new
                                  window opens until a transfer finishes */
+    unsigned spin_misses;     /* spin windows in a row that found nothing (poll_wait.c) */
+    unsigned spin_skips;      /* sleeps since, with no window */
     unsigned max_tries;       /* posts per slice before its transfer fails, 0 = unbounded */
     struct rw_rsess *sessions; /* every session a rail belongs to */
     unsigned next_sess_id;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MOCK_MAX_MRS 8192
@@ -26,6 +28,7 @@ struct mock_mr {
 
 struct mock_op {
     struct rw_wr wr;
+    uint64_t due_ns;          /* CLOCK_MONOTONIC: it may finish from then on */
 };
 
 struct mock_ep {
@@ -39,7 +42,16 @@ struct mock_ep {
     uint64_t bytes;
     struct rw_wc *flushed;    /* completions owed after a death */
     unsigned n_flushed;
+    uint64_t delay_ns;        /* mock_ep_set_delay_us */
+    int tfd;                  /* the wait fd while delay_ns: a timerfd, -1 before */
 };
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static struct {
     double gbps;
@@ -180,6 +192,7 @@ static int m_ep_create(struct rw_domain *dom, const struct rw_ep_cfg *cfg, struc
     e->fail_after = -1;
     e->use_fd = 1;
     e->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    e->tfd = -1;
     live_objects++;
     *out = &e->pub;
     return 0;
@@ -233,6 +246,7 @@ static int m_ep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
             (char *)w->local + w->length > (char *)lm->addr + lm->len)
             violations++;
         e->q[(e->head + e->count) % e->cap].wr = *w;
+        e->q[(e->head + e->count) % e->cap].due_ns = e->delay_ns ? mono_ns() + e->delay_ns : 0;
         e->count++;
         shared_used++;
         if (n_oplog < MOCK_LOG)
@@ -278,7 +292,8 @@ static int m_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
     if (e->blackhole)
         return 0;
     unsigned limit = e->per_poll ? e->per_poll : e->count;
-    while (n < max && e->count && limit--) {
+    uint64_t now = e->delay_ns ? mono_ns() : 0;
+    while (n < max && e->count && limit-- && e->q[e->head].due_ns <= now) {
         if (e->fail_after == 0) {
             die(e);
             return n + m_ep_poll(ep, wcs + n, max - n);
@@ -305,13 +320,34 @@ static int m_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
 static int m_ep_wait_fd(struct rw_ep *ep)
 {
     struct mock_ep *e = rw_container_of(ep, struct mock_ep, pub);
-    return e->use_fd ? e->fd : -1;
+    return !e->use_fd ? -1 : e->delay_ns ? e->tfd : e->fd;
+}
+
+/* A delayed ep's arm: the timerfd fires when the oldest op is due (at
+ * once if it is, never while nothing waits). */
+static int arm_delayed(struct mock_ep *e)
+{
+    struct itimerspec its;
+    uint64_t v;
+    memset(&its, 0, sizeof(its));
+    while (read(e->tfd, &v, sizeof(v)) > 0) {
+    }
+    if (e->n_flushed || (e->count && !e->blackhole)) {
+        uint64_t due = e->n_flushed ? 1 : e->q[e->head].due_ns;
+        if (due == 0)
+            due = 1;
+        its.it_value.tv_sec = (time_t)(due / 1000000000ull);
+        its.it_value.tv_nsec = (long)(due % 1000000000ull);
+    }
+    return timerfd_settime(e->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -1 : 0;
 }
 
 static int m_ep_arm(struct rw_ep *ep)
 {
     struct mock_ep *e = rw_container_of(ep, struct mock_ep, pub);
     uint64_t v;
+    if (e->delay_ns)
+        return arm_delayed(e);
     while (read(e->fd, &v, sizeof(v)) > 0) {
     }
     if ((e->count && !e->blackhole) || e->n_flushed) {
@@ -335,6 +371,8 @@ static void m_ep_destroy(struct rw_ep *ep)
     struct mock_ep *e = rw_container_of(ep, struct mock_ep, pub);
     if (e->fd >= 0)
         close(e->fd);
+    if (e->tfd >= 0)
+        close(e->tfd);
     shared_used -= e->count;
     free(e->q);
     free(e->flushed);
@@ -367,6 +405,18 @@ void mock_ep_set_depth(struct rw_ep *ep, unsigned depth) { EP(ep)->depth = depth
 void mock_set_shared_slots(unsigned n) { shared_slots = n; }
 void mock_ep_set_per_poll(struct rw_ep *ep, unsigned k) { EP(ep)->per_poll = k; }
 void mock_ep_use_wait_fd(struct rw_ep *ep, int on) { EP(ep)->use_fd = on; }
+int mock_ep_set_delay_us(struct rw_ep *ep, unsigned us)
+{
+    struct mock_ep *e = EP(ep);
+    if (e->count)
+        return -1;
+    if (e->tfd < 0)
+        e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (e->tfd < 0)
+        return -1;
+    e->delay_ns = (uint64_t)us * 1000u;
+    return 0;
+}
 unsigned mock_ep_completed(const struct rw_ep *ep)
 {
     return rw_container_of(ep, const struct mock_ep, pub)->completed;

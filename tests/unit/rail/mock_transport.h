@@ -38,6 +38,11 @@ void mock_ep_post_fails(struct rw_ep *ep, int on);         /* ep_post returns RA
 void mock_ep_set_depth(struct rw_ep *ep, unsigned depth);  /* ep_post accepts up to depth outstanding */
 void mock_ep_set_per_poll(struct rw_ep *ep, unsigned k);   /* ops finished per ep_poll (0 = all) */
 void mock_ep_use_wait_fd(struct rw_ep *ep, int on);        /* 0: ep_wait_fd returns -1 */
+/* Each op accepted from now on finishes only us microseconds after its
+ * post, and the ep's wait fd (a timerfd then) fires when the oldest is
+ * due: a rail whose answers take that long.  Call it with nothing
+ * outstanding; 0 or -1 (outstanding ops, or no timerfd). */
+int mock_ep_set_delay_us(struct rw_ep *ep, unsigned us);
 
 /* Counters of one ep. */
 unsigned mock_ep_completed(const struct rw_ep *ep);        /* ops finished with success */

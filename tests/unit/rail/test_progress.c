@@ -216,6 +216,37 @@ Test(progress, a_stalled_rail_gets_one_spin_window_not_one_per_wakeup)
     cr_assert_eq(memcmp(buf, w.layer[0], 8192), 0);
 }
 
+Test(progress, a_waiter_whose_windows_keep_finding_nothing_stops_spinning)
+{
+    /* Every answer comes 4 ms after its request, and the window is 2 ms:
+     * a window opened for each transfer spins 2 ms for nothing each time
+     * (80 ms of CPU over these 40 transfers).  After two empty windows in
+     * a row the waiter sleeps at once, looking again with one window every
+     * 16 sleeps. */
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.busy_poll_us = 2000;
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 64 * KIB, NULL, &o), 0);
+    cr_assert_eq(mock_ep_set_delay_us(w.ep[0], 4000), 0);
+    uint8_t buf[4096];
+    railwire_mr *mr = reg(buf, sizeof(buf));
+    uint64_t t0 = self_cpu_ns();
+    for (int i = 0; i < 40; i++) {
+        railwire_op op = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf,
+                          .length = sizeof(buf), .remote_offset = (uint64_t)(i % 4) * 4096};
+        railwire_handle h;
+        railwire_completion c;
+        cr_assert_eq(railwire_submit(w.rs, &op, &h), 0);
+        cr_assert_eq(railwire_wait(w.rs, &c, 1, 20000), 1);
+        cr_assert_eq(c.status, 0);
+        cr_assert_eq(memcmp(buf, w.layer[0] + (i % 4) * 4096, sizeof(buf)), 0);
+    }
+    uint64_t used = self_cpu_ns() - t0;
+    cr_assert_lt(used, 40ull * 1000000ull,
+                 "40 answers 4 ms apart took %llu ms of CPU (a 2 ms window each: 80 ms)",
+                 (unsigned long long)(used / 1000000));
+}
+
 Test(progress, busy_poll_defaults_to_50_us_and_minus_one_turns_it_off)
 {
     cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RO, 1, 1, 64 * KIB, NULL, NULL), 0);
