@@ -116,7 +116,7 @@ typedef struct railwire_railset_opts {
                                           than a small transfer.  It gives way to any other
                                           runnable thread, and a window that found nothing
                                           is not reopened until something completes, so a
-                                          stalled server never keeps it spinning; after two
+                                          stalled server never keeps it spinning; after four
                                           empty windows in a row a waiter sleeps at once
                                           until answers come sooner again.  A spin
                                           that loses its CPU to another process for a

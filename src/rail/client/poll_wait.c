@@ -155,7 +155,7 @@ static int poll_set_lacks_busy(const railwire_railset *rs)
  * a slice's answer every 80-200 us), each transfer's completion opened a
  * window that spun 50 us for nothing, a third of a CPU taken from the two
  * loops that move the bytes (docs/benchmarks.md, nineteenth session). */
-#define SPIN_MISSES_MAX 2u
+#define SPIN_MISSES_MAX 4u
 #define SPIN_PROBE_EVERY 16u
 
 /* With the lock held: sleeps until a rail may have completions, at most ms

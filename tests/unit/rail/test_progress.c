@@ -220,7 +220,7 @@ Test(progress, a_waiter_whose_windows_keep_finding_nothing_stops_spinning)
 {
     /* Every answer comes 4 ms after its request, and the window is 2 ms:
      * a window opened for each transfer spins 2 ms for nothing each time
-     * (80 ms of CPU over these 40 transfers).  After two empty windows in
+     * (80 ms of CPU over these 40 transfers).  After four empty windows in
      * a row the waiter sleeps at once, looking again with one window every
      * 16 sleeps. */
     railwire_railset_opts o;
