@@ -150,11 +150,13 @@ static int poll_set_lacks_busy(const railwire_railset *rs)
 
 /* A waiter whose last SPIN_MISSES_MAX windows found nothing sleeps at once
  * (spin_misses), until a sleep ends sooner than a window would have, or
- * one window every SPIN_PROBE_EVERY sleeps finds something.  Where answers
- * come further apart than the window (one rail of 64 KiB or 1 MiB READs:
- * a slice's answer every 80-200 us), each transfer's completion opened a
- * window that spun 50 us for nothing, a third of a CPU taken from the two
- * loops that move the bytes (docs/benchmarks.md, nineteenth session). */
+ * one window every SPIN_PROBE_EVERY sleeps finds something.  A window the
+ * process's quiet time cut short (common/busy_poll.h) counts as empty.
+ * Where answers come further apart than the window (one rail of 64 KiB or
+ * 1 MiB READs: a slice's answer every 80-200 us), each transfer's
+ * completion opened a window that spun 50 us for nothing: up to a third of
+ * a CPU, which the two loops that move the bytes could use when they share
+ * the other one (docs/benchmarks.md, nineteenth session). */
 #define SPIN_MISSES_MAX 4u
 #define SPIN_PROBE_EVERY 16u
 
@@ -210,8 +212,8 @@ static int sleep_on_rails(railwire_railset *rs, struct rw_waiter *w, int ms)
      * session).  A spin that loses its CPU to a busy machine stops every
      * spin for a while (common/busy_poll.h). */
     int lone = rs->n_busy == 1 && rs->rails[rs->busy[0]].outstanding.count == 1;
-    int want_spin = outstanding && n > 0 && ms > 0 && (!direct || lone) && gen != rs->spin_idle_gen &&
-                    rs->busy_poll_ns;
+    int want_spin = outstanding && n > 0 && ms > 0 && (!direct || lone) &&
+                    gen != rs->spin_idle_gen && rs->busy_poll_ns;
     int skipped = want_spin && rs->spin_misses >= SPIN_MISSES_MAX;
     if (skipped && ++rs->spin_skips >= SPIN_PROBE_EVERY) {
         rs->spin_skips = 0;
