@@ -100,7 +100,7 @@ static void pick(int fd, unsigned set_rails, unsigned per_cpu, const char *first
 
 void rw_tcp_pick_congestion(int fd, unsigned set_rails)
 {
-    pick(fd, set_rails, RW_TCP_CC_RAILS_PER_CPU, "cubic", "reno");
+    pick(fd, set_rails, RW_TCP_CC_RAILS_PER_CPU, "reno", "cubic");
 }
 
 void rw_tcp_pick_server_congestion(int fd, unsigned set_rails)

@@ -8,14 +8,21 @@
  * same-host rail whose algorithm is a BBR, of a railset (or session) of at
  * most RW_TCP_CC_RAILS_PER_CPU rails for each CPU the process may use
  * (rw_cpus_usable, the count that sizes the client's event loops), is
- * switched to cubic (a server's socket: reno, below), or to the other
- * where the first is not permitted.  With more rails each connection
- * carries a small share and BBR's cap no longer binds, while cubic's
- * unpaced sends measured about half as fast on many loopback connections
- * (same document); those rails, and rails to other hosts, keep the
- * system's algorithm.  Two rails a CPU: on 2 CPUs, 3 and 4
+ * switched to reno (below), or to cubic where reno is not permitted.  With
+ * more rails each connection carries a small share and BBR's cap no longer
+ * binds, while cubic's unpaced sends measured about half as fast on many
+ * loopback connections (same document); those rails, and rails to other
+ * hosts, keep the system's algorithm.  Two rails a CPU: on 2 CPUs, 3 and 4
  * rails moved 1.1-1.5x under cubic at 64 KiB and 1 MiB, 8 rails gained and
- * lost by turns (0.77-1.22x), 16 and 64 lost (0.63-0.94x).
+ * lost by turns (0.77-1.22x), 16 and 64 lost (0.63-0.94x).  Reno rather
+ * than cubic since a rail's sender carries one or two 512 KiB slices at a
+ * time, and cubic's HyStart ends the slow start of such bursts early
+ * (TcpExtTCPHystartTrainDetect counted one per rail at a window of 29-37
+ * segments): first found on the server's sockets (READ answers, below),
+ * then on the client's (WRITE payloads: 4 rails of 1 MiB WRITEs on 2
+ * CPUs moved 1.15x under reno, median of 10 alternating pairs, 64 KiB
+ * 1.07x; 1-3 rails and 4 KiB the same; docs/benchmarks.md, nineteenth
+ * session).
  * RAILWIRE_TCP_CONGESTION overrides the choice: "auto" (the default, the
  * rule above), "system" (never change it), or an algorithm's name for
  * every rail socket (as net.ipv4.tcp_congestion_control spells
@@ -26,7 +33,7 @@
 
 #include <sys/socket.h>
 
-/* Same-host rails per usable CPU up to which a BBR rail moves to cubic:
+/* Same-host rails per usable CPU up to which a BBR rail moves to reno:
  * a client's rails, and a server session's (whose sockets send the READ
  * answers; see rw_tcp_pick_congestion). */
 #define RW_TCP_CC_RAILS_PER_CPU 2u

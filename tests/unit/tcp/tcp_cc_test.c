@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The congestion control of rail sockets (src/tcp/tcp_cc.c): which
  * connections count as same-host, the "auto" rule (a same-host socket
- * under a BBR, of a railset of at most as many rails as CPUs, moves to
- * cubic or reno; any other keeps its algorithm),
+ * under a BBR, of a railset of at most 2 rails a CPU, moves to reno, or
+ * to cubic where reno is refused; any other keeps its algorithm),
  * RAILWIRE_TCP_CONGESTION=system and =NAME, and both ends of a real rail
  * getting the choice.  Criterion runs each test in its own process, so each
  * test's environment is read afresh. */
@@ -103,7 +103,11 @@ Test(tcp_cc, auto_moves_a_same_host_bbr_socket_off_bbr)
     bbr_pair(&c, &s);
     rw_tcp_pick_congestion(c, 1);
     cc_of(c, cc, sizeof(cc));
-    cr_assert(!strcmp(cc, "cubic") || !strcmp(cc, "reno"), "a loopback BBR socket now runs %s", cc);
+    /* reno, not cubic: a client rail's WRITE payloads are bursts of one or
+     * two slices, whose slow start cubic's HyStart ends early
+     * (src/tcp/tcp_cc.h); reno is built into every kernel and always
+     * permitted. */
+    cr_assert_str_eq(cc, "reno", "a loopback BBR socket now runs %s", cc);
     close(c);
     close(s);
 }
@@ -122,7 +126,7 @@ Test(tcp_cc, auto_keeps_bbr_when_the_railset_has_more_than_two_rails_a_cpu)
     cr_assert_str_eq(cc, "bbr", "a railset of more than 2 rails a CPU keeps BBR");
     rw_tcp_pick_congestion(c, most);
     cc_of(c, cc, sizeof(cc));
-    cr_assert(!strcmp(cc, "cubic") || !strcmp(cc, "reno"), "2 rails a CPU: %s", cc);
+    cr_assert_str_eq(cc, "reno", "2 rails a CPU: %s", cc);
     close(c);
     close(s);
 }
