@@ -7,8 +7,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "common/time.h"
 
 #define MOCK_MAX_MRS 8192
 #define MOCK_LOG 4096
@@ -45,13 +46,6 @@ struct mock_ep {
     uint64_t delay_ns;        /* mock_ep_set_delay_us */
     int tfd;                  /* the wait fd while delay_ns: a timerfd, -1 before */
 };
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct {
     double gbps;
@@ -246,7 +240,7 @@ static int m_ep_post(struct rw_ep *ep, const struct rw_wr *wrs, size_t n)
             (char *)w->local + w->length > (char *)lm->addr + lm->len)
             violations++;
         e->q[(e->head + e->count) % e->cap].wr = *w;
-        e->q[(e->head + e->count) % e->cap].due_ns = e->delay_ns ? mono_ns() + e->delay_ns : 0;
+        e->q[(e->head + e->count) % e->cap].due_ns = e->delay_ns ? rw_now_ns() + e->delay_ns : 0;
         e->count++;
         shared_used++;
         if (n_oplog < MOCK_LOG)
@@ -292,7 +286,7 @@ static int m_ep_poll(struct rw_ep *ep, struct rw_wc *wcs, int max)
     if (e->blackhole)
         return 0;
     unsigned limit = e->per_poll ? e->per_poll : e->count;
-    uint64_t now = e->delay_ns ? mono_ns() : 0;
+    uint64_t now = e->delay_ns ? rw_now_ns() : 0;
     while (n < max && e->count && limit-- && e->q[e->head].due_ns <= now) {
         if (e->fail_after == 0) {
             die(e);
