@@ -118,7 +118,7 @@ static void set_attend_locked(struct rw_tcp_cli_ep *ep, int want)
     }
 }
 
-int rw_tcp_cli_arm(struct rw_tcp_cli_ep *ep)
+int rw_tcp_cli_arm(struct rw_tcp_cli_ep *ep, unsigned want)
 {
     uint64_t v;
     int rc;
@@ -136,6 +136,7 @@ int rw_tcp_cli_arm(struct rw_tcp_cli_ep *ep)
         }
     }
     pthread_mutex_lock(&ep->lock);
+    ep->wake_at = ep->polled + (want ? want : 1);
     set_attend_locked(ep, want_attend_locked(ep));
     ep->attend_ms = rw_now_ms();
     rc = ep->attend;

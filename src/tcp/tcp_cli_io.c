@@ -69,18 +69,38 @@ void rw_tcp_cli_fail(struct rw_tcp_cli_ep *ep, int err, const char *what)
     pthread_mutex_unlock(&ep->lock);
 }
 
+/* Whether an entry of [from, to) completed with an error. */
+static int any_failed_locked(const struct rw_tcp_cli_ep *ep, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to; i++)
+        if (ep->ring[i & ep->mask].status)
+            return 1;
+    return 0;
+}
+
 int rw_tcp_cli_publish_locked(struct rw_tcp_cli_ep *ep)
 {
     uint64_t lim = ep->answered < ep->sent ? ep->answered : ep->sent;
-    int wake;
+    uint64_t from = ep->done;
 
-    if (lim <= ep->done)
+    if (lim <= from)
         return 0;
+    ep->done = lim;
     /* An attending caller (tcp_cli_attend.c) polls again once it lets go
      * of the receiver: no eventfd write for it. */
-    wake = ep->done == ep->polled && ep->rx_owner != RW_TCP_RX_CALLER;
-    ep->done = lim;
-    return wake;
+    if (ep->rx_owner == RW_TCP_RX_CALLER) {
+        ep->wake_owed = 0;
+        return 0;
+    }
+    /* A caller that had taken every completion may be asleep: it is owed
+     * a wake-up, at its mark (rw_tcp_cli_arm).  One that had not takes
+     * these with the ones it has yet to take. */
+    if (from == ep->polled)
+        ep->wake_owed = 1;
+    if (!ep->wake_owed || (lim < ep->wake_at && !any_failed_locked(ep, from, lim)))
+        return 0;
+    ep->wake_owed = 0;
+    return 1;
 }
 
 static size_t entry_bytes(const struct rw_tcp_slot *s)
@@ -349,7 +369,7 @@ void rw_tcp_cli_finish(struct rw_tcp_cli_ep *ep)
         pthread_mutex_unlock(&ep->lock);
         return;
     }
-    wake = ep->done < ep->posted && ep->done == ep->polled;
+    wake = ep->done < ep->posted && (ep->done == ep->polled || ep->wake_owed);
     /* Answered entries keep their result (nothing runs the rail any more);
      * the rest never got theirs. */
     for (ep->done = ep->answered; ep->done < ep->posted; ep->done++) {

@@ -41,11 +41,13 @@ void rw_tcp_cli_send_locked(struct rw_tcp_cli_ep *ep, uint64_t first, uint64_t c
  * Returns 0, or RAILWIRE_E_SYSTEM (logged; ep->wfd is -1). */
 int rw_tcp_cli_wait_init(struct rw_tcp_cli_ep *ep);
 
-/* ep_arm: clears the eventfd, and adds the rail socket to the wait set
- * while a caller awaits a few small answers (or removes it).  Returns 1
- * when the socket is in the wait set (ep_poll receives), 0 when not, or
- * RAILWIRE_E_SYSTEM (logged). */
-int rw_tcp_cli_arm(struct rw_tcp_cli_ep *ep);
+/* ep_arm_after: clears the eventfd, sets the mark of the next wake-up
+ * (the eventfd is written once `want` completions past ep->polled are
+ * published, or one fails; rw_tcp_cli_publish_locked), and adds the rail
+ * socket to the wait set while a caller awaits a few small answers (or
+ * removes it).  Returns 1 when the socket is in the wait set (ep_poll
+ * receives), 0 when not, or RAILWIRE_E_SYSTEM (logged). */
+int rw_tcp_cli_arm(struct rw_tcp_cli_ep *ep, unsigned want);
 
 /* ep_poll with nothing to deliver: when the ep is armed for it and the
  * loop is not receiving, runs the receive state machine in the calling

@@ -262,6 +262,12 @@ struct rw_tcp_cli_ep {
      * the send call that carried its request has returned, so no thread is
      * inside a call that uses the WR's buffer when its owner sees it done */
     uint64_t posted, sent, answered, done, polled;
+    /* The armed waiter's mark (ep_arm_after): a publication that leaves
+     * `done` short of it wakes nobody, unless an entry failed.  wake_owed:
+     * the waiter had taken every completion when one was published without
+     * a wake-up, so the publication that reaches the mark wakes it. */
+    uint64_t wake_at;
+    int wake_owed;
     size_t sent_off;                /* bytes of entry `sent` already on the wire */
     int tx_busy;                    /* a thread is writing to the socket */
     int abort_due;                  /* died with requests unanswered: ep_kill aborts

@@ -94,17 +94,27 @@ static int tcp_ep_wait_fd(struct rw_ep *ep)
     return is_server(ep) ? -1 : cli(ep)->wfd;
 }
 
-static int tcp_ep_arm(struct rw_ep *ep)
+static int tcp_ep_arm_after(struct rw_ep *ep, unsigned want)
 {
     if (is_server(ep))
         return 0;
-    int rc = rw_tcp_cli_arm(cli(ep));
+    /* Staged completions (CUDA memory) are held past ep->polled until
+     * their copy ends (tcp_stage.c): the caller's count of what it awaits
+     * no longer matches the ring's, so every completion wakes. */
+    if (__atomic_load_n(&cli(ep)->stage, __ATOMIC_ACQUIRE))
+        want = 1;
+    int rc = rw_tcp_cli_arm(cli(ep), want);
     if (rc >= 0 && rw_tcp_stage_busy(cli(ep))) {
         /* Held completions and no wake-up from the driver: stay awake. */
         rw_tcp_cli_notify(cli(ep));
         rc = 0;
     }
     return rc;
+}
+
+static int tcp_ep_arm(struct rw_ep *ep)
+{
+    return tcp_ep_arm_after(ep, 1);
 }
 
 static void tcp_ep_kill(struct rw_ep *ep)
@@ -150,6 +160,7 @@ const struct rw_transport_ops rw_tcp_ops = {
     .ep_poll = tcp_ep_poll,
     .ep_wait_fd = tcp_ep_wait_fd,
     .ep_arm = tcp_ep_arm,
+    .ep_arm_after = tcp_ep_arm_after,
     .ep_kill = tcp_ep_kill,
     .ep_destroy = tcp_ep_destroy,
     .ep_liveness = tcp_ep_liveness,

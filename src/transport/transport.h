@@ -264,6 +264,12 @@ struct rw_transport_ops {
      * awaited; a busy-poll spin before the sleep gains nothing then), or a
      * negative code (the fd cannot be slept on). */
     int (*ep_arm)(struct rw_ep *ep);
+    /* Optional (NULL: ep_arm).  As ep_arm, but the wait fd need not wake
+     * before `want` (>= 1) completions past those ep_poll has returned are
+     * ready, or one of them failed: the caller knows that the ones before
+     * cannot finish anything it waits for (tcp completes an ep's WRs in
+     * order).  The transport may wake sooner. */
+    int (*ep_arm_after)(struct rw_ep *ep, unsigned want);
     /* Forces the ep into the failed state: every outstanding WR completes
      * with RAILWIRE_E_RAIL_DOWN, and once ep_kill returns no outstanding WR
      * touches its local buffer again. */

@@ -145,7 +145,7 @@ void rw_rsfd_rearm(railwire_railset *rs)
                 strerror(errno));
     for (unsigned i = 0; i < rs->n_rails; i++) {
         struct rw_rail *r = &rs->rails[i];
-        if (r->stats.state == RAILWIRE_RAIL_UP && r->ep && rs->ops->ep_arm(r->ep) < 0)
+        if (r->stats.state == RAILWIRE_RAIL_UP && r->ep && rw_rail_arm(rs, r) < 0)
             f->unwatched = 1;
     }
     /* The ops contract: poll once more after arming. */

@@ -376,6 +376,13 @@ int rw_stripe_packs(unsigned n_rails, unsigned cores);
  * dispatch of their events and the timers, and schedules pending slices.
  * Returns the number of completions processed. */
 int rw_progress(railwire_railset *rs);
+/* How many of rail r's next completions a sleeping poller may let pass
+ * before one can finish a transfer, at least 1 (see poll_wait.c). */
+unsigned rw_rail_wake_after(const railwire_railset *rs, const struct rw_rail *r);
+/* Arms rail r's wait fd for a sleep: ops->ep_arm_after with
+ * rw_rail_wake_after where the transport has it and r is busy, else
+ * ops->ep_arm.  Returns as ep_arm. */
+int rw_rail_arm(railwire_railset *rs, struct rw_rail *r);
 /* Recomputes layer_max_base after a rail's remote regions changed. */
 void rw_railset_update_bases(railwire_railset *rs);
 

@@ -37,6 +37,9 @@ struct rw_mr *rw_test_mr_rail(const railwire_mr *mr, unsigned i);
 /* Slices outstanding on rail i, and their bytes. */
 size_t rw_test_rail_outstanding(const railwire_railset *rs, unsigned i);
 uint64_t rw_test_rail_inflight_bytes(const railwire_railset *rs, unsigned i);
+/* How many of rail i's next completions a sleeping poller would let pass
+ * (rw_rail_wake_after in poll_wait.c). */
+unsigned rw_test_rail_wake_after(const railwire_railset *rs, unsigned i);
 /* Slices waiting for a rail. */
 size_t rw_test_pending(const railwire_railset *rs);
 /* Rails in service; rails with outstanding slices. */

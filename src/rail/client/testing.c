@@ -56,6 +56,11 @@ uint64_t rw_test_rail_inflight_bytes(const railwire_railset *rs, unsigned i)
     return rs->rails[i].inflight_bytes;
 }
 
+unsigned rw_test_rail_wake_after(const railwire_railset *rs, unsigned i)
+{
+    return rw_rail_wake_after(rs, &rs->rails[i]);
+}
+
 size_t rw_test_pending(const railwire_railset *rs)
 {
     return rs->pending.count;

@@ -332,3 +332,62 @@ Test(progress, a_submit_to_an_idle_rail_wakes_a_waiter_asleep_on_a_stalled_one, 
     cr_assert_eq(rw_test_rail_state(w.rs, s), RAILWIRE_RAIL_UP);
     (void)stalled;
 }
+
+/* A sleeping poller is woken only by a completion that can finish a
+ * transfer: on a rail whose WRs complete in order, a slice followed by
+ * one of the same transfer cannot.  Transfers A (4 slices) and B (1) on
+ * one silent rail: the sleep may let A's first 3 completions pass, and
+ * once A is gone, none of B's.  With slices pending for the rail, at most
+ * half its queue passes, so that it is refilled while half is in flight. */
+Test(progress, a_sleeping_poller_lets_pass_the_slices_that_cannot_finish_a_transfer)
+{
+    railwire_railset_opts o;
+    railwire_railset_opts_init(&o);
+    o.slice_size = 32 * KIB;
+    o.queue_depth = 8;
+    o.op_timeout_ms = 60000;
+    cr_assert_eq(mock_world_init(&w, RAILWIRE_DIALECT_RW, 1, 1, 1 * MIB, NULL, &o), 0);
+    uint8_t *buf = malloc(1 * MIB);
+    cr_assert_not_null(buf);
+    railwire_mr *mr = reg(buf, 1 * MIB);
+    railwire_handle h;
+    cr_assert_eq(rw_test_rail_wake_after(w.rs, 0), 1u, "an idle rail wakes at its first completion");
+    mock_ep_blackhole(w.ep[0], 1);
+    railwire_op a = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 128 * KIB};
+    cr_assert_eq(railwire_submit(w.rs, &a, &h), 0);
+    railwire_op b = {.opcode = RAILWIRE_OP_WRITE, .mr = mr, .local = buf + 128 * KIB,
+                     .length = 32 * KIB, .remote_offset = 128 * KIB};
+    cr_assert_eq(railwire_submit(w.rs, &b, &h), 0);
+    cr_assert_eq(rw_test_rail_outstanding(w.rs, 0), 5u);
+    cr_assert_eq(rw_test_rail_wake_after(w.rs, 0), 4u, "A's 4th slice is the first that can finish");
+    /* C: 8 slices, of which 3 fit (depth 8): 5 wait. */
+    railwire_op c = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf + 256 * KIB,
+                     .length = 256 * KIB, .remote_offset = 256 * KIB};
+    cr_assert_eq(railwire_submit(w.rs, &c, &h), 0);
+    cr_assert_eq(rw_test_rail_outstanding(w.rs, 0), 8u);
+    cr_assert_eq(rw_test_pending(w.rs), 5u);
+    cr_assert_eq(rw_test_rail_wake_after(w.rs, 0), 4u, "half of the 8 outstanding: A's end anyway");
+    mock_ep_blackhole(w.ep[0], 0);
+    railwire_completion done[3];
+    int got = 0;
+    while (got < 3) {
+        int n = railwire_wait(w.rs, done + got, 3 - got, 20000);
+        cr_assert_gt(n, 0);
+        got += n;
+    }
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(done[i].status, 0);
+    cr_assert_eq(memcmp(buf, w.layer[0], 128 * KIB), 0);
+    cr_assert_eq(memcmp(buf + 256 * KIB, w.layer[0] + 256 * KIB, 256 * KIB), 0);
+    /* One transfer of 16 slices, 8 in flight and 8 pending: 4 pass. */
+    mock_ep_blackhole(w.ep[0], 1);
+    railwire_op d = {.opcode = RAILWIRE_OP_READ, .mr = mr, .local = buf, .length = 512 * KIB};
+    cr_assert_eq(railwire_submit(w.rs, &d, &h), 0);
+    cr_assert_eq(rw_test_pending(w.rs), 8u);
+    cr_assert_eq(rw_test_rail_wake_after(w.rs, 0), 4u, "pending slices: half of the queue");
+    mock_ep_blackhole(w.ep[0], 0);
+    cr_assert_eq(railwire_wait(w.rs, done, 1, 20000), 1);
+    cr_assert_eq(done[0].status, 0);
+    cr_assert_eq(memcmp(buf, w.layer[0], 512 * KIB), 0);
+    free(buf);
+}

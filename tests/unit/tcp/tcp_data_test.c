@@ -6,7 +6,10 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/time.h"
+#include "tcp/tcp_internal.h"
 #include "tcp_fixture.h"
 
 static const uint32_t sizes[] = {1, 7, 4096, 65537, (1u << 20) + 3, 4u << 20};
@@ -183,6 +186,102 @@ Test(tcp_data, wait_fd_signals_completion)
     cr_assert_eq(poll(&pfd, 1, 0), 0, "ep_arm cleared the wakeup");
     rw_tcp_ops.mr_dereg(lmr);
     t_close(&p);
+}
+
+/* How many completions the client ep has published (ep->done). */
+static uint64_t cli_done(struct rw_ep *ep)
+{
+    struct rw_tcp_cli_ep *c = rw_container_of(ep, struct rw_tcp_cli_ep, base);
+    pthread_mutex_lock(&c->lock);
+    uint64_t d = c->done;
+    pthread_mutex_unlock(&c->lock);
+    return d;
+}
+
+/* Waits up to 10 s for the client ep to publish n completions. */
+static void wait_done(struct rw_ep *ep, uint64_t n)
+{
+    int64_t end = rw_now_ms() + 10000;
+    while (cli_done(ep) < n && rw_now_ms() < end)
+        usleep(1000);
+    cr_assert_geq(cli_done(ep), n, "the answer never came");
+}
+
+/* ep_arm_after(ep, 2): the first completion, which cannot finish what the
+ * caller awaits, leaves the wait fd quiet; the second wakes it, and both
+ * are there to poll.  64 KiB READs, so that the loop receives (a caller
+ * awaiting a few small answers has the socket itself in its wait set). */
+Test(tcp_data, wait_fd_armed_after_two_wakes_at_the_second_completion)
+{
+    enum { LEN = 64 * 1024 };
+    struct tpair p;
+    uint8_t *buf = malloc(2 * LEN);
+    struct rw_mr *lmr;
+    struct rw_wc wc[2];
+
+    cr_assert(buf);
+    t_open(&p, "127.0.0.1", 0);
+    t_connect(&p, NULL, 0, 4);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, 2 * LEN, RW_ACCESS_LOCAL, &lmr), 0);
+    struct pollfd pfd = {.fd = rw_tcp_ops.ep_wait_fd(p.cep), .events = POLLIN};
+    struct rw_wr wr = {.wr_id = 1, .opcode = RW_OP_READ, .local = buf, .mr = lmr, .length = LEN,
+                       .remote_addr = p.smr->remote_base, .rkey = p.smr->rkey, .signaled = 1};
+    /* Armed, then polled once more and found empty, as the ops contract
+     * has it: the caller sleeps. */
+    cr_assert_eq(rw_tcp_ops.ep_arm_after(p.cep, 2), 0);
+    cr_assert_eq(rw_tcp_ops.ep_poll(p.cep, wc, 2), 0);
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, &wr, 1), 1);
+    wait_done(p.cep, 1);
+    cr_assert_eq(poll(&pfd, 1, 0), 0, "one of the two awaited completions woke the waiter");
+    wr.wr_id = 2;
+    wr.local = buf + LEN;
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, &wr, 1), 1);
+    cr_assert_eq(poll(&pfd, 1, 10000), 1, "the second completion did not wake the waiter");
+    cr_assert_eq(rw_tcp_ops.ep_poll(p.cep, wc, 2), 2);
+    cr_assert_eq(wc[0].wr_id, 1);
+    cr_assert_eq(wc[1].wr_id, 2);
+    cr_assert_eq(wc[0].status, 0);
+    cr_assert_eq(wc[1].status, 0);
+    cr_assert_eq(memcmp(buf, p.smem, LEN), 0);
+    cr_assert_eq(memcmp(buf + LEN, p.smem, LEN), 0);
+    /* Armed for one again, the next completion wakes at once. */
+    cr_assert_eq(rw_tcp_ops.ep_arm_after(p.cep, 1), 0);
+    cr_assert_eq(poll(&pfd, 1, 0), 0, "ep_arm_after cleared the wakeup");
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, &wr, 1), 1);
+    cr_assert_eq(poll(&pfd, 1, 10000), 1);
+    cr_assert_eq(rw_tcp_ops.ep_poll(p.cep, wc, 2), 1);
+    rw_tcp_ops.mr_dereg(lmr);
+    t_close(&p);
+    free(buf);
+}
+
+/* A completion that failed wakes the waiter before its mark: the refused
+ * READ (a key the server never gave) is all the caller gets. */
+Test(tcp_data, a_failed_completion_wakes_a_waiter_armed_for_more)
+{
+    enum { LEN = 64 * 1024 };
+    struct tpair p;
+    uint8_t *buf = malloc(LEN);
+    struct rw_mr *lmr;
+    struct rw_wc wc;
+
+    cr_assert(buf);
+    t_open(&p, "127.0.0.1", 0);
+    t_connect(&p, NULL, 0, 4);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, LEN, RW_ACCESS_LOCAL, &lmr), 0);
+    struct pollfd pfd = {.fd = rw_tcp_ops.ep_wait_fd(p.cep), .events = POLLIN};
+    struct rw_wr wr = {.wr_id = 7, .opcode = RW_OP_READ, .local = buf, .mr = lmr, .length = LEN,
+                       .remote_addr = p.smr->remote_base, .rkey = p.smr->rkey ^ 0x5a5a5a5au,
+                       .signaled = 1};
+    cr_assert_eq(rw_tcp_ops.ep_arm_after(p.cep, 4), 0);
+    cr_assert_eq(rw_tcp_ops.ep_post(p.cep, &wr, 1), 1);
+    cr_assert_eq(poll(&pfd, 1, 10000), 1, "a refused READ did not wake the waiter");
+    cr_assert_eq(rw_tcp_ops.ep_poll(p.cep, &wc, 1), 1);
+    cr_assert_eq(wc.wr_id, 7);
+    cr_assert_eq(wc.status, RAILWIRE_E_REMOTE_ACCESS);
+    rw_tcp_ops.mr_dereg(lmr);
+    t_close(&p);
+    free(buf);
 }
 
 /* Invalid WRs are refused at post time. */
