@@ -345,12 +345,19 @@ int rw_tcp_cli_scan(struct rw_tcp_cli_ep *ep, int64_t now)
     }
     rw_tcp_cli_attend_scan_locked(ep, now);
     mark = ep->rx_mark_ms > ep->tx_mark_ms ? ep->rx_mark_ms : ep->tx_mark_ms;
+    /* A payload's SO_RCVLOWAT keeps the loop from reading a trickle that
+     * has not reached it: with half the I/O timeout gone, let the loop read
+     * what is there (this thread runs the receive, unless a caller does). */
+    int lowat_off = ep->rxs.lowat && ep->rx_owner != RW_TCP_RX_CALLER &&
+                    now - mark >= ep->io_timeout_ms / 2;
     if (ep->sent != ep->posted && now - ep->tx_mark_ms >= ep->io_timeout_ms)
         what = "the server stopped reading requests";
     else if (ep->answered < ep->posted && ep->sent == ep->posted && now - mark >= ep->io_timeout_ms)
         what = !ep->rx_owner && ep->rxs.left ? "the connection failed in the middle of READ data"
                             : "no response from the server within the I/O timeout";
     pthread_mutex_unlock(&ep->lock);
+    if (lowat_off && !what)
+        rw_tcp_cli_rx_lowat_off(ep);
     if (!what)
         return 0;
     rw_tcp_cli_fail(ep, RAILWIRE_E_TIMEOUT, what);
@@ -402,6 +409,7 @@ int rw_tcp_cli_io_start(struct rw_tcp_cli_ep *ep, int fd)
     ep->rxs.rx->tls = ep->tls;
     ep->rxs.rx->off = ep->rxs.rx->len = 0;
     ep->rxs.rx->dry = 0;
+    ep->rxs.lowat = 0;
     atomic_init(&ep->rxs.rx->hup, 0);
     pthread_mutex_lock(&ep->lock);
     ep->fd = fd;

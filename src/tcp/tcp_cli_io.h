@@ -73,6 +73,10 @@ int rw_tcp_cli_rx_run(struct rw_tcp_cli_ep *ep, uint64_t *spin_ns);
  * not come again, so from now on a short read does not mark the socket
  * empty: the receiver reads on to the end of stream or the error. */
 void rw_tcp_cli_rx_hup(struct rw_tcp_cli_ep *ep);
+/* The thread that runs the receive: drops the SO_RCVLOWAT a big READ
+ * payload set (tcp_cli_rx.c), so that the next edge comes with the next
+ * byte, and bytes already queued make one now. */
+void rw_tcp_cli_rx_lowat_off(struct rw_tcp_cli_ep *ep);
 
 /* Signals the ep's wait fd (a completion was queued). */
 void rw_tcp_cli_notify(struct rw_tcp_cli_ep *ep);
