@@ -348,7 +348,7 @@ int rw_tcp_cli_scan(struct rw_tcp_cli_ep *ep, int64_t now)
     /* A payload's SO_RCVLOWAT keeps the loop from reading a trickle that
      * has not reached it: with half the I/O timeout gone, let the loop read
      * what is there (this thread runs the receive, unless a caller does). */
-    int lowat_off = ep->rxs.lowat && ep->rx_owner != RW_TCP_RX_CALLER &&
+    int lowat_off = ep->rx_owner != RW_TCP_RX_CALLER && ep->rxs.lowat &&
                     now - mark >= ep->io_timeout_ms / 2;
     if (ep->sent != ep->posted && now - ep->tx_mark_ms >= ep->io_timeout_ms)
         what = "the server stopped reading requests";

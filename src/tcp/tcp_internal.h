@@ -230,7 +230,8 @@ struct rw_tcp_cli_rxs {
     struct rw_tcp_rx *rx;           /* staging buffer (malloc'd at io_start) */
     uint8_t *dst;                   /* READ payload being received: where it goes */
     uint64_t left;                  /* payload bytes still to come (0: reading headers) */
-    unsigned lowat;                 /* SO_RCVLOWAT set for the payload (0: none set) */
+    unsigned lowat;                 /* SO_RCVLOWAT set for the payload (0: none set);
+                                       the receiving thread's, as the rest of rxs */
 };
 
 struct rw_tcp_cli_ep {
