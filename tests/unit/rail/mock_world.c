@@ -82,6 +82,18 @@ void mock_world_fini(struct mock_world *w)
     memset(w, 0, sizeof(*w));
 }
 
+int mock_world_wait_n(struct mock_world *w, railwire_completion *out, int n)
+{
+    int got = 0;
+    while (got < n) {
+        int k = railwire_wait(w->rs, out + got, n - got, 20000);
+        if (k <= 0)
+            break;
+        got += k;
+    }
+    return got;
+}
+
 int mock_world_xfer(struct mock_world *w, enum railwire_opcode opc, railwire_mr *mr, void *local,
                     size_t len, uint32_t layer, uint64_t off)
 {

@@ -50,5 +50,8 @@ void mock_world_fini(struct mock_world *w);
  * completion status. */
 int mock_world_xfer(struct mock_world *w, enum railwire_opcode opc, railwire_mr *mr, void *local,
                     size_t len, uint32_t layer, uint64_t off);
+/* Waits for n completions into out (room for n), each wait up to 20 s;
+ * stops at a wait that delivers nothing.  Returns how many arrived. */
+int mock_world_wait_n(struct mock_world *w, railwire_completion *out, int n);
 
 #endif

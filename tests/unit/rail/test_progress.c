@@ -369,12 +369,7 @@ Test(progress, a_sleeping_poller_lets_pass_the_slices_that_cannot_finish_a_trans
     cr_assert_eq(rw_test_rail_wake_after(w.rs, 0), 4u, "half of the 8 outstanding: A's end anyway");
     mock_ep_blackhole(w.ep[0], 0);
     railwire_completion done[3];
-    int got = 0;
-    while (got < 3) {
-        int n = railwire_wait(w.rs, done + got, 3 - got, 20000);
-        cr_assert_gt(n, 0);
-        got += n;
-    }
+    cr_assert_eq(mock_world_wait_n(&w, done, 3), 3);
     for (int i = 0; i < 3; i++)
         cr_assert_eq(done[i].status, 0);
     cr_assert_eq(memcmp(buf, w.layer[0], 128 * KIB), 0);

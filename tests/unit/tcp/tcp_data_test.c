@@ -215,14 +215,10 @@ Test(tcp_data, wait_fd_armed_after_two_wakes_at_the_second_completion)
 {
     enum { LEN = 64 * 1024 };
     struct tpair p;
-    uint8_t *buf = malloc(2 * LEN);
     struct rw_mr *lmr;
+    uint8_t *buf = t_open_with_buf(&p, 0, 4, 2 * LEN, &lmr);
     struct rw_wc wc[2];
 
-    cr_assert(buf);
-    t_open(&p, "127.0.0.1", 0);
-    t_connect(&p, NULL, 0, 4);
-    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, 2 * LEN, RW_ACCESS_LOCAL, &lmr), 0);
     struct pollfd pfd = {.fd = rw_tcp_ops.ep_wait_fd(p.cep), .events = POLLIN};
     struct rw_wr wr = {.wr_id = 1, .opcode = RW_OP_READ, .local = buf, .mr = lmr, .length = LEN,
                        .remote_addr = p.smr->remote_base, .rkey = p.smr->rkey, .signaled = 1};
@@ -261,14 +257,10 @@ Test(tcp_data, a_failed_completion_wakes_a_waiter_armed_for_more)
 {
     enum { LEN = 64 * 1024 };
     struct tpair p;
-    uint8_t *buf = malloc(LEN);
     struct rw_mr *lmr;
+    uint8_t *buf = t_open_with_buf(&p, 0, 4, LEN, &lmr);
     struct rw_wc wc;
 
-    cr_assert(buf);
-    t_open(&p, "127.0.0.1", 0);
-    t_connect(&p, NULL, 0, 4);
-    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, LEN, RW_ACCESS_LOCAL, &lmr), 0);
     struct pollfd pfd = {.fd = rw_tcp_ops.ep_wait_fd(p.cep), .events = POLLIN};
     struct rw_wr wr = {.wr_id = 7, .opcode = RW_OP_READ, .local = buf, .mr = lmr, .length = LEN,
                        .remote_addr = p.smr->remote_base, .rkey = p.smr->rkey ^ 0x5a5a5a5au,

@@ -307,14 +307,10 @@ Test(tcp_fail, idle_rail_whose_server_goes_away_goes_down)
 {
     enum { LEN = 64 * 1024 };
     struct tpair p;
-    uint8_t *buf = malloc(LEN);
     struct rw_mr *lmr;
+    uint8_t *buf = t_open_with_buf(&p, 60000, 4, LEN, &lmr);
     struct rw_wc wc;
 
-    cr_assert_not_null(buf);
-    t_open(&p, "127.0.0.1", 60000);
-    t_connect(&p, NULL, 0, 4);
-    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, buf, LEN, RW_ACCESS_LOCAL, &lmr), 0);
     struct rw_wr wr = {.wr_id = 1, .opcode = RW_OP_READ, .local = buf, .mr = lmr, .length = LEN,
                        .remote_addr = p.smr->remote_base, .rkey = p.smr->rkey};
     cr_assert_eq(rw_tcp_ops.ep_post(p.cep, &wr, 1), 1);

@@ -28,6 +28,18 @@ void t_pattern(uint8_t *buf, size_t len, uint32_t seed)
     }
 }
 
+uint8_t *t_open_with_buf(struct tpair *p, int io_timeout_ms, unsigned depth, size_t len,
+                         struct rw_mr **lmr)
+{
+    uint8_t *buf = malloc(len);
+
+    cr_assert_not_null(buf);
+    t_open(p, "127.0.0.1", io_timeout_ms);
+    t_connect(p, NULL, 0, depth);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p->cdom, buf, len, RW_ACCESS_LOCAL, lmr), 0);
+    return buf;
+}
+
 void t_open(struct tpair *p, const char *addr, int io_timeout_ms)
 {
     struct rw_domain_cfg sc = {.role = RW_ROLE_SERVER, .device = addr, .io_timeout_ms = io_timeout_ms};

@@ -39,6 +39,13 @@ void t_connect_cfg(struct tpair *p, struct rw_mr *const *exposed, size_t n_expos
  * client connects; returns the client's code, *srv_rc gets the server's. */
 int t_connect_both(struct rw_ep *sep, struct rw_ep *cep, int timeout_ms, int *srv_rc);
 
+/* t_open and t_connect (client depth `depth`), then a client buffer of len
+ * bytes (malloc'd, uninitialised) registered on the client domain into
+ * *lmr.  Returns the buffer (the caller deregisters *lmr and frees it).
+ * Asserts. */
+uint8_t *t_open_with_buf(struct tpair *p, int io_timeout_ms, unsigned depth, size_t len,
+                         struct rw_mr **lmr);
+
 /* Destroys what t_open/t_connect created (NULL members skipped). */
 void t_close(struct tpair *p);
 
