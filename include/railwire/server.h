@@ -170,6 +170,22 @@ typedef struct railwire_server_opts {
                                           one (back-pressure) and nothing more is
                                           allocated.  0 = default (64 MiB); at least 16 KiB.
                                           Unused without CUDA memory */
+    /* tcp: READ answers of at least 128 KiB from host memory are handed to
+     * the socket by reference (vmsplice and splice: the kernel takes the
+     * published pages, not a copy of them), which spares the server one
+     * copy of every byte read (docs/tcp-transport.md, "Zero-copy READ
+     * answers").  The kernel then holds the pages until the client has
+     * received the answer, which can be after railwire_server_destroy()
+     * has returned: such an answer carries what the memory holds when the
+     * client receives it.  Set it only when nothing you would not publish
+     * is written into the published memory after the server is destroyed:
+     * unmapping it then is fine (the kernel keeps the pages it holds),
+     * free() to a heap that reuses it is not (`railwire serve` sets it for
+     * the mappings it keeps until it exits).  0 = copy (default), 1 = by
+     * reference; anything else is RAILWIRE_E_INVALID.  TLS rails and CUDA
+     * memory always copy.  verbs: unused (the NICs serve). */
+    uint32_t zero_copy_reads;
+    uint32_t reserved3;                /* 0 (tail padding made a field, as reserved1) */
 } railwire_server_opts;
 
 /* Counters of one server, filled by railwire_server_stats() (a struct tag,

@@ -160,6 +160,15 @@ struct rw_tcp_conn {
     int rx_hup;                     /* the loop saw the socket hang up or fail: that
                                        edge does not come again, so a short read
                                        no longer sets rx_dry */
+    /* READ answers by reference (tcp_serve_splice.c) */
+    int by_ref;                     /* the request in progress is on memory registered
+                                       with RW_ACCESS_READ_BY_REFERENCE */
+    int pipe_state;                 /* 0: no pipe yet, 1: pipe_fd open, -1: none to be
+                                       had (answers are copied) */
+    int pipe_fd[2];                 /* owned when pipe_state is 1: read, write end */
+    size_t pipe_cap;                /* the pipe's capacity in bytes */
+    size_t pipe_len;                /* answer bytes in the pipe, not yet in the socket
+                                       (counted in charge) */
     int rx_reset;                   /* the loop saw the socket fail (EPOLLERR: a reset
                                        or a timeout): nothing more is read from it,
                                        so no WRITE queued by a client that gave the

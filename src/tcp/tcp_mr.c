@@ -99,7 +99,7 @@ int rw_tcp_mr_reg(struct rw_domain *dom, void *addr, size_t len, int access, str
 
     *out = NULL;
     if (!addr || len == 0 || (uintptr_t)addr + len < (uintptr_t)addr || (uint64_t)len >= 1ull << 48 ||
-        (access & ~(RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE))) {
+        (access & ~(RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE | RW_ACCESS_READ_BY_REFERENCE))) {
         rw_err("tcp: cannot register memory %p+%zu with access 0x%x: need a non-empty "
                "region and RW_ACCESS_* flags", addr, len, (unsigned)access);
         return RAILWIRE_E_INVALID;

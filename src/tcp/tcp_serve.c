@@ -21,6 +21,7 @@
 #include "tcp/tcp_budget.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_loop.h"
+#include "tcp/tcp_serve_splice.h"
 #include "tcp/tcp_serve_stage.h"
 
 #define LOUD_REFUSALS 3 /* refusals per connection logged as warnings */
@@ -98,20 +99,23 @@ static size_t staged(const struct rw_tcp_conn *c)
     return c->st_len - c->st_off;
 }
 
-/* Re-reads the bytes still in the kernel's send queue and returns what
- * drained to the budget.  Returns 1 if anything drained. */
+/* Re-reads the bytes still in the kernel's send queue (and in the answers'
+ * pipe, tcp_serve_splice.c) and returns what drained to the budget.
+ * Returns 1 if anything drained. */
 static int refresh(struct rw_tcp_conn *c, int64_t now)
 {
     int outq = 0;
+    uint64_t queued;
 
     if (c->charge == 0)
         return 0;
     if (ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq < 0)
         return 0;
-    if ((uint64_t)outq >= c->charge)
+    queued = (uint64_t)outq + c->pipe_len;
+    if (queued >= c->charge)
         return 0;
-    rw_tcp_budget_give(c->charge - (uint64_t)outq);
-    c->charge = (uint64_t)outq;
+    rw_tcp_budget_give(c->charge - queued);
+    c->charge = queued;
     c->last_progress_ms = now;
     return 1;
 }
@@ -227,6 +231,7 @@ static enum step start_request(struct rw_tcp_conn *c, const char **why)
     c->st_off += RW_TCP_REQ_SIZE;
     c->small_writes = r->op == RW_TCP_OP_WRITE && r->length <= RW_TCP_BULK_MAX;
     c->mem = check_access(c->ep, r, &refused, &k);
+    c->by_ref = c->mem && (k->access & RW_ACCESS_READ_BY_REFERENCE);
     if (!c->mem)
         log_refusal(c, r, refused);
     else if (k->stage_pool && rw_tcp_sst_begin(c, k) < 0) {
@@ -343,11 +348,40 @@ static enum step step_payload(struct rw_tcp_conn *c, int64_t now, uint64_t *quan
     return S_CONT;
 }
 
+enum rw_tcp_step rw_tcp_conn_reserve(struct rw_tcp_conn *c, int64_t now, uint64_t want,
+                                     uint64_t need, uint64_t *got)
+{
+    uint64_t cap = rw_tcp_budget_cap(c->ep->sess);
+
+    size_buffers(c, cap);
+    /* The charge may be stale (it is re-read only here and on ticks):
+     * re-read it once before waiting at the cap or cutting this piece
+     * short, or an answer that fits goes out in two sends. */
+    if (c->charge + want > cap)
+        refresh(c, now);
+    if (c->charge + need > cap) {
+        c->wait = RW_TCP_W_CAP;
+        return RW_TCP_S_WAIT;
+    }
+    if (want > cap - c->charge)
+        want = cap - c->charge;
+    *got = rw_tcp_budget_take(want);
+    if (*got < need) {
+        rw_tcp_budget_give(*got);
+        refresh(c, now);
+        c->wait = RW_TCP_W_BUDGET;
+        return RW_TCP_S_WAIT;
+    }
+    return RW_TCP_S_CONT;
+}
+
 static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum, const char **why)
 {
+    if (rw_tcp_splice_wanted(c))
+        return (enum step)rw_tcp_splice_send(c, now, quantum, why);
     for (;;) {
         size_t hdr = c->resp_len - c->resp_off;
-        uint64_t total = hdr + c->left, cap, want, need, got;
+        uint64_t total = hdr + c->left, want, need, got;
         struct iovec iov[2];
         struct msghdr mh = {.msg_iov = iov};
         const uint8_t *src = c->mem;
@@ -365,8 +399,6 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
                 return (enum step)s;
             total = hdr + avail;
         }
-        cap = rw_tcp_budget_cap(c->ep->sess);
-        size_buffers(c, cap);
         /* PIECE bytes of payload, with what is left of the header riding
          * along: a cap on header + payload would leave the header's length
          * of a 1 MiB answer for a fifth send of its own. */
@@ -379,24 +411,9 @@ static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum
             if (want < need)
                 want = need;
         }
-        /* The charge may be stale (it is re-read only here and on ticks):
-         * re-read it once before waiting at the cap or cutting this piece
-         * short, or an answer that fits goes out in two sends. */
-        if (c->charge + want > cap)
-            refresh(c, now);
-        if (c->charge + need > cap) {
-            c->wait = RW_TCP_W_CAP;
-            return S_WAIT;
-        }
-        if (want > cap - c->charge)
-            want = cap - c->charge;
-        got = rw_tcp_budget_take(want);
-        if (got < need) {
-            rw_tcp_budget_give(got);
-            refresh(c, now);
-            c->wait = RW_TCP_W_BUDGET;
-            return S_WAIT;
-        }
+        enum step s = (enum step)rw_tcp_conn_reserve(c, now, want, need, &got);
+        if (s != S_CONT)
+            return s;
         if (hdr > got)
             hdr = (size_t)got;
         iov[0] = (struct iovec){.iov_base = c->resp + c->resp_off, .iov_len = hdr};
@@ -567,6 +584,7 @@ void rw_tcp_conn_close(struct rw_tcp_conn *c, const char *why)
     if (c->loop)
         rw_tcp_loop_forget(c);
     rw_tcp_tls_close(c->fd, c->tls);
+    rw_tcp_splice_close(c);
     rw_tcp_sst_close(c);
     c->tls = NULL;
     c->fd = -1;

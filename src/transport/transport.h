@@ -33,6 +33,11 @@ enum rw_access {
     RW_ACCESS_LOCAL = 0,        /* local use only (client buffers) */
     RW_ACCESS_REMOTE_READ = 1,  /* peers may READ it */
     RW_ACCESS_REMOTE_WRITE = 2, /* peers may WRITE it */
+    /* With REMOTE_READ: a transport whose CPU sends READ answers may hand
+     * them to the kernel by reference to this memory (tcp: vmsplice), the
+     * owner having promised that it outlives every queued answer
+     * (railwire_server_opts.zero_copy_reads).  Others ignore it. */
+    RW_ACCESS_READ_BY_REFERENCE = 4,
 };
 
 enum rw_opcode { RW_OP_READ = 0, RW_OP_WRITE = 1 };

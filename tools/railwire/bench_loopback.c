@@ -11,7 +11,7 @@
 
 int bench_loopback_start(struct bench_loopback *lb, enum railwire_dialect dialect,
                          enum railwire_transport transport, unsigned n_layers, size_t layer_len,
-                         int busy_poll_us,
+                         int busy_poll_us, int zero_copy_reads,
                          const railwire_tls_opts *tls)
 {
     static const char *const rail_addr[] = {"127.0.0.1"};
@@ -48,6 +48,7 @@ int bench_loopback_start(struct bench_loopback *lb, enum railwire_dialect dialec
     o.listen_host = "127.0.0.1";
     o.listen_port = "0";
     o.busy_poll_us = busy_poll_us;
+    o.zero_copy_reads = zero_copy_reads != 0;
     o.tls = tls; /* the client's own TLS options serve the loopback server too */
     o.rail_addrs = rail_addr;
     o.n_rail_addrs = 1;

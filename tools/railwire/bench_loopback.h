@@ -21,12 +21,15 @@ struct bench_loopback {
 
 /* Starts a server of `dialect` publishing n_layers layers of layer_len bytes
  * each (RO) or one arena of layer_len bytes (RW; n_layers is ignored).
- * busy_poll_us is railwire_server_opts.busy_poll_us (0 = the default);
+ * busy_poll_us is railwire_server_opts.busy_poll_us (0 = the default),
+ * zero_copy_reads railwire_server_opts.zero_copy_reads (the memory is
+ * unmapped only after the server is destroyed, and holds only the pattern
+ * and clients' WRITEs);
  * tls is railwire_server_opts.tls (NULL: plain).
  * Returns 0, or a negative RAILWIRE_E_* code (a message is printed). */
 int bench_loopback_start(struct bench_loopback *lb, enum railwire_dialect dialect,
                          enum railwire_transport transport, unsigned n_layers, size_t layer_len,
-                         int busy_poll_us,
+                         int busy_poll_us, int zero_copy_reads,
                          const railwire_tls_opts *tls);
 
 /* Destroys the server and frees its memory.  Safe on a zeroed struct. */

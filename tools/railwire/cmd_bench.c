@@ -87,6 +87,9 @@ static const char bench_usage[] =
     "                         polling before it sleeps, while transfers are in\n"
     "                         flight (0..1000000, 0 = sleep at once; default: the\n"
     "                         library's, 50); with --loopback also the server's\n"
+    "  --copy-reads           with --loopback: the server copies every READ answer\n"
+    "                         into its socket (by default answers of 128 KiB or\n"
+    "                         more go by reference to its memory: zero_copy_reads)\n"
     "  --tls-cert FILE --tls-key FILE --tls-ca FILE\n"
     "                         TLS 1.3 with certificates (PEM) on the control\n"
     "                         connection and every tcp rail; the server's\n"
@@ -125,6 +128,7 @@ struct bench_opts {
     double seconds;
     int connect_timeout, io_timeout, op_timeout, all_down_timeout, no_heal;
     int busy_poll_us;          /* library value: 0 = default, -1 = never */
+    int copy_reads;            /* --copy-reads: the loopback server's zero_copy_reads off */
     const char *local[RAILWIRE_MAX_RAILS * 4];
     unsigned n_local;
     const char *dev[RAILWIRE_MAX_RAILS * 4];
@@ -138,7 +142,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
     enum { O_CONNECT = 256, O_LOOPBACK, O_DIALECT, O_RAILS, O_READ, O_WRITE, O_VERIFY, O_SPAN,
            O_LAYERS, O_SLICE, O_RAIL_DEPTH, O_TRANSPORT, O_LOCAL, O_DEVICE, O_CTIMEOUT, O_OTIMEOUT,
            O_JSON, O_QUIET, O_NO_HEAL, O_ALL_DOWN, O_IOTIMEOUT, O_METRICS_DUMP,
-           O_BUSY_POLL, O_NEAR, O_WARMUP };
+           O_BUSY_POLL, O_NEAR, O_WARMUP, O_COPY_READS };
     static const struct option longopts[] = {
         {"connect", required_argument, NULL, O_CONNECT},
         {"loopback", no_argument, NULL, O_LOOPBACK},
@@ -169,6 +173,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         {"no-heal", no_argument, NULL, O_NO_HEAL},
         {"all-down-timeout", required_argument, NULL, O_ALL_DOWN},
         {"busy-poll-us", required_argument, NULL, O_BUSY_POLL},
+        {"copy-reads", no_argument, NULL, O_COPY_READS},
         {"tls-cert", required_argument, NULL, TLS_O_CERT},
         {"tls-key", required_argument, NULL, TLS_O_KEY},
         {"tls-ca", required_argument, NULL, TLS_O_CA},
@@ -310,6 +315,9 @@ static int parse_args(int argc, char **argv, struct bench_opts *b)
         case O_JSON: b->json = 1; break;
         case O_METRICS_DUMP: b->metrics_dump = 1; break;
         case O_NO_HEAL: b->no_heal = 1; break;
+        case O_COPY_READS:
+            b->copy_reads = 1;
+            break;
         case O_BUSY_POLL:
             if (tool_parse_busy_poll(optarg, "--busy-poll-us", &b->busy_poll_us) < 0)
                 return -1;
@@ -464,7 +472,7 @@ int cmd_bench(int argc, char **argv)
                 per_layer = max_size;
         }
         if (bench_loopback_start(&lb, b.dialect, b.transport, n_layers, (size_t)per_layer,
-                                 b.busy_poll_us, b.loopback ? tls_cli_opts(&b.tls) : NULL) < 0)
+                                 b.busy_poll_us, !b.copy_reads, b.loopback ? tls_cli_opts(&b.tls) : NULL) < 0)
             goto out;
         snprintf(b.host, sizeof(b.host), "127.0.0.1");
         snprintf(b.port, sizeof(b.port), "%u", lb.port);

@@ -114,6 +114,11 @@ static const char serve_usage[] =
     "                         active client's next request is not delayed by a\n"
     "                         wake-up (0..1000000, 0 = sleep at once; default 50;\n"
     "                         an idle server sleeps)\n"
+    "  --copy-reads           tcp: copy every READ answer into the socket.  By\n"
+    "                         default answers of 128 KiB or more are handed to it\n"
+    "                         by reference to the arena or layers, which this\n"
+    "                         command maps until it exits (zero_copy_reads,\n"
+    "                         docs/tcp-transport.md)\n"
     "  -v, --verbose          debug logging (RAILWIRE_LOG=... also works)\n"
     "  -h, --help             this text\n"
     "\n"
@@ -176,7 +181,7 @@ int cmd_serve(int argc, char **argv)
     enum { O_DIALECT = 256, O_LISTEN, O_LAYER, O_ARENA, O_FILL, O_RAIL_ADDR, O_TRANSPORT,
            O_DEVICE, O_GID, O_MAX_RAILS, O_MAX_CLIENTS, O_MAX_BYTES, O_IO_TIMEOUT, O_LINGER,
            O_PER_PEER, O_MAX_PENDING, O_FIRST_BYTE, O_ALLOW, O_METRICS, O_BUSY_POLL,
-           O_TLS_ALLOW, O_CUDA, O_STAGING };
+           O_TLS_ALLOW, O_CUDA, O_STAGING, O_COPY_READS };
     static const struct option longopts[] = {
         {"dialect", required_argument, NULL, O_DIALECT},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -200,6 +205,7 @@ int cmd_serve(int argc, char **argv)
         {"allow", required_argument, NULL, O_ALLOW},
         {"metrics", required_argument, NULL, O_METRICS},
         {"busy-poll-us", required_argument, NULL, O_BUSY_POLL},
+        {"copy-reads", no_argument, NULL, O_COPY_READS},
         {"tls-cert", required_argument, NULL, TLS_O_CERT},
         {"tls-key", required_argument, NULL, TLS_O_KEY},
         {"tls-ca", required_argument, NULL, TLS_O_CA},
@@ -220,6 +226,7 @@ int cmd_serve(int argc, char **argv)
     unsigned n_mapped = 0;
     void *arena = NULL;
     uint64_t arena_size = 0, max_bytes = 0, total = 0, staging = 0;
+    int copy_reads = 0;
     int cuda_dev = -1;
     railwire_mem arena_mem;
     int have_dialect = 0, fill = 0, verbose = 0, rc = 2, c;
@@ -356,6 +363,9 @@ int cmd_serve(int argc, char **argv)
                 return 2;
             o.first_byte_timeout_ms = (int)v;
             break;
+        case O_COPY_READS:
+            copy_reads = 1;
+            break;
         case O_BUSY_POLL:
             if (tool_parse_busy_poll(optarg, "--busy-poll-us", &o.busy_poll_us) < 0)
                 return 2;
@@ -423,6 +433,9 @@ int cmd_serve(int argc, char **argv)
         return 2;
     }
     o.staging_bytes = (size_t)staging;
+    /* The arena and the layers stay mapped until the process exits, and
+     * nothing but clients' WRITEs is written into them. */
+    o.zero_copy_reads = !copy_reads;
 
     railwire_log_set_sink(tool_log_sink, stderr);
     if (verbose)

@@ -29,6 +29,12 @@ static int check_opts(const railwire_server_opts *o)
         rw_err("server: unknown dialect %d", (int)o->dialect);
         return RAILWIRE_E_INVALID;
     }
+    if (o->zero_copy_reads > 1 || o->reserved3) {
+        rw_err("server: %s is %u: %s", o->reserved3 ? "reserved3" : "zero_copy_reads",
+               o->reserved3 ? o->reserved3 : o->zero_copy_reads,
+               o->reserved3 ? "leave it 0" : "use 0 (copy READ answers) or 1 (by reference)");
+        return RAILWIRE_E_INVALID;
+    }
     if ((o->n_rail_addrs && !o->rail_addrs) || (o->n_devices && !o->devices)) {
         rw_err("server: n_rail_addrs %u / n_devices %u given without the array", o->n_rail_addrs,
                o->n_devices);
@@ -117,6 +123,8 @@ static int open_domain(void *arg, unsigned i)
         int access = srv->dialect == RAILWIRE_DIALECT_RO
                          ? RW_ACCESS_REMOTE_READ
                          : RW_ACCESS_REMOTE_READ | RW_ACCESS_REMOTE_WRITE;
+        if (srv->zero_copy_reads)
+            access |= RW_ACCESS_READ_BY_REFERENCE;
         rc = rw_srv_mem_register(srv, d->dom, k, access, &d->mrs[k]);
         if (rc < 0)
             return rc;
@@ -208,6 +216,7 @@ int railwire_server_create(const railwire_server_opts *o, railwire_server **out)
     srv->linger_ms = o->session_linger_ms;
     srv->max_per_peer = o->max_sessions_per_peer;
     srv->max_pending = o->max_pending;
+    srv->zero_copy_reads = o->zero_copy_reads != 0;
     srv->first_byte_ms = o->first_byte_timeout_ms > 0 ? o->first_byte_timeout_ms
                                                       : RW_DEFAULT_FIRST_BYTE_MS;
     if (srv->first_byte_ms > srv->io_timeout_ms)

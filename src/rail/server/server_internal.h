@@ -147,6 +147,7 @@ struct railwire_server {
     int io_timeout_ms;
     int first_byte_ms;
     int linger_ms;            /* session_linger_ms */
+    int zero_copy_reads;      /* opts.zero_copy_reads: regions get RW_ACCESS_READ_BY_REFERENCE */
     struct rw_cidr *allow;    /* owned; n_allow == 0: everyone */
     unsigned n_allow;
     struct rw_srv_tls *tls;   /* owned; NULL: a plain listener (server_tls.c) */

@@ -96,6 +96,12 @@ Test(server, invalid_options_are_refused)
     o.busy_poll_us = 1000001;
     cr_assert_eq(railwire_server_create(&o, &s), RAILWIRE_E_INVALID, "busy poll over one second");
     o.busy_poll_us = -1;
+    o.zero_copy_reads = 2;
+    cr_assert_eq(railwire_server_create(&o, &s), RAILWIRE_E_INVALID, "zero_copy_reads is 0 or 1");
+    o.zero_copy_reads = 1;
+    o.reserved3 = 1;
+    cr_assert_eq(railwire_server_create(&o, &s), RAILWIRE_E_INVALID, "reserved3 must be 0");
+    o.reserved3 = 0;
     o.listen_host = "127.0.0.1";
     cr_assert_eq(railwire_server_create(&o, &s), 0);
     cr_assert_gt(railwire_server_port(s), 0);

@@ -24,8 +24,9 @@ struct attack {
 };
 
 /* n raw clients on p's server domain, each with its own server ep exposing
- * a 16 MiB region; each sends one 16 MiB READ and never reads. */
-static void attack_start(struct tpair *p, struct attack *a, int n)
+ * a 16 MiB region registered with RW_ACCESS_* `access`; each sends one
+ * 16 MiB READ and never reads. */
+static void attack_start(struct tpair *p, struct attack *a, int n, int access)
 {
     struct rw_ep_cfg scfg = {.depth = 4};
     uint16_t port = 0;
@@ -36,7 +37,7 @@ static void attack_start(struct tpair *p, struct attack *a, int n)
     a->mem = malloc(BIG);
     cr_assert(a->sep && a->fd && a->mem);
     memset(a->mem, 0x77, BIG);
-    cr_assert_eq(rw_tcp_ops.mr_reg(p->sdom, a->mem, BIG, RW_ACCESS_REMOTE_READ, &a->mr), 0);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p->sdom, a->mem, BIG, access, &a->mr), 0);
     scfg.exposed = &a->mr;
     scfg.n_exposed = 1;
     for (int i = 0; i < n; i++) {
@@ -100,7 +101,7 @@ Test(tcp_budget, unread_reads_stall_only_their_own_connections, .timeout = 120)
     rw_tcp_pool_configure(1);
     t_open(&p, "127.0.0.1", 0);
     before = proc_threads("rw-tcp", &named);
-    attack_start(&p, &a, 32);
+    attack_start(&p, &a, 32, RW_ACCESS_REMOTE_READ);
     usleep(200 * 1000);
     after = proc_threads("rw-tcp", &named);
     cr_assert_eq(after, before, "32 attached connections cost no thread (%d -> %d)", before, after);
@@ -119,9 +120,11 @@ Test(tcp_budget, unread_reads_stall_only_their_own_connections, .timeout = 120)
     cr_assert_eq(st.conns, 0);
 }
 
-/* A 2 MiB budget: 16 unread 16 MiB answers and a reading client together
- * never have more than 2 MiB queued, and the reading client is served. */
-Test(tcp_budget, queued_bytes_never_exceed_the_budget, .timeout = 120)
+/* A 2 MiB budget: 16 unread 16 MiB answers (on memory registered with
+ * `access`) and a reading client together never have more than 2 MiB
+ * queued, the reading client is served, and every byte is given back once
+ * the connections are gone. */
+static void budget_bound(int access)
 {
     struct rw_domain_cfg sc = {.role = RW_ROLE_SERVER, .device = "127.0.0.1",
                                .tcp_queue_budget = 2u << 20};
@@ -139,7 +142,7 @@ Test(tcp_budget, queued_bytes_never_exceed_the_budget, .timeout = 120)
     cr_assert_eq(rw_tcp_ops.mr_reg(p.sdom, p.smem, T_SRV_LEN, RW_ACCESS_REMOTE_READ, &p.smr), 0);
     rw_tcp_budget_reset_peak();
     t_connect(&p, NULL, 0, 8);
-    attack_start(&p, &a, 16);
+    attack_start(&p, &a, 16, access);
     usleep(300 * 1000);
     rw_tcp_budget_get_stats(&st);
     cr_assert_eq(st.budget, 2u << 20);
@@ -150,6 +153,20 @@ Test(tcp_budget, queued_bytes_never_exceed_the_budget, .timeout = 120)
                   (unsigned long long)st.budget);
     attack_stop(&a);
     t_close(&p);
+    rw_tcp_budget_get_stats(&st);
+    cr_assert_eq(st.queued, 0, "every byte returned once the connections are gone");
+}
+
+Test(tcp_budget, queued_bytes_never_exceed_the_budget, .timeout = 120)
+{
+    budget_bound(RW_ACCESS_REMOTE_READ);
+}
+
+/* The same with the answers handed to the sockets by reference
+ * (tcp_serve_splice.c): the bytes in a connection's pipe count as queued. */
+Test(tcp_budget, answers_by_reference_never_exceed_the_budget, .timeout = 120)
+{
+    budget_bound(RW_ACCESS_REMOTE_READ | RW_ACCESS_READ_BY_REFERENCE);
 }
 
 /* A connection that keeps its answer unread for the I/O timeout is closed
@@ -162,7 +179,7 @@ Test(tcp_budget, unread_answer_closed_after_io_timeout, .timeout = 60)
 
     rw_tcp_pool_configure(1);
     t_open(&p, "127.0.0.1", 400);
-    attack_start(&p, &a, 2);
+    attack_start(&p, &a, 2, RW_ACCESS_REMOTE_READ);
     t_connect(&p, NULL, 0, 8);
     legit_reads(&p);
     deadline = rw_now_ms() + 10000;
