@@ -298,6 +298,10 @@ struct railwire_server_stats {
     uint64_t staging_in_use;       /* bytes held by requests now (gauge) */
     uint64_t staging_waits;        /* times a request asked for a chunk and found every
                                       chunk in use (it waits and asks again) */
+    /* tcp, zero_copy_reads (appended after 1.0). */
+    uint64_t bytes_read_by_reference; /* of bytes_read: payload bytes handed to the sockets
+                                         by reference to the published memory, not
+                                         copied (0 when zero_copy_reads is off) */
 };
 
 /* The smallest struct_size accepted: the fields up to and including the RW

@@ -292,7 +292,7 @@ static const struct {
     F(tls_failures), F(rejected_identity), F(rejected_lockout), F(tls_gate_waits), F(tls_reloads),
     F(tls_reload_failures), F(plain_at_tls), F(tls_at_plain), F(regs_host), F(regs_dmabuf),
     F(regs_peermem), F(regs_staged), F(staging_bound), F(staging_chunk), F(staging_allocated),
-    F(staging_in_use), F(staging_waits),
+    F(staging_in_use), F(staging_waits), F(bytes_read_by_reference),
 };
 #undef F
 

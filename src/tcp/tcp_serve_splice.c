@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "tcp/tcp_budget.h"
+#include "tcp/tcp_served.h"
 
 #define PIPE_WANT (1u << 20)        /* pipe capacity asked for: 1 MiB of an answer per splice */
 #define PIPE_LEAST (256u * 1024)    /* the least worth splicing through (else: copy) */
@@ -47,7 +48,10 @@ int rw_tcp_splice_wanted(struct rw_tcp_conn *c)
 {
     if (c->pipe_len)
         return 1;
-    if (!c->by_ref || c->tls || c->staged || c->left < RW_TCP_SPLICE_MIN || c->pipe_state < 0)
+    /* the answer's whole length, not what is left of it: an answer that
+     * waited for room part way through goes on through the pipe */
+    if (!c->by_ref || c->tls || c->staged || !c->left || c->req.length < RW_TCP_SPLICE_MIN ||
+        c->pipe_state < 0)
         return 0;
     if (c->pipe_state == 0)
         c->pipe_state = open_pipe(c) == 0 ? 1 : -1;
@@ -110,6 +114,8 @@ static ssize_t fill(struct rw_tcp_conn *c, uint64_t got, const char **why)
             return -1;
         }
         if (k > 0) {
+            atomic_fetch_add_explicit(&c->ep->dom->served.bytes_by_ref, (uint64_t)k,
+                                      memory_order_relaxed);
             c->mem += k;
             c->left -= (uint64_t)k;
             put += (size_t)k;

@@ -24,8 +24,8 @@
 #define RW_TCP_SPLICE_MIN (128u * 1024)
 
 /* Returns 1 if c's answer in progress goes (or is going) through its pipe:
- * bytes of it are in the pipe already, or it is a READ answer of at least
- * RW_TCP_SPLICE_MIN bytes on by-reference host memory over a plain socket
+ * bytes of it are in the pipe already, or it is (what is left of) a READ
+ * answer of at least RW_TCP_SPLICE_MIN bytes on by-reference host memory over a plain socket
  * and the connection has a pipe (made on first use here; 0 when none can
  * be had, and the answer is copied). */
 int rw_tcp_splice_wanted(struct rw_tcp_conn *c);

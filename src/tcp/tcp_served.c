@@ -25,6 +25,7 @@ int rw_tcp_domain_served(struct rw_domain *dom, struct rw_served *out)
     out->bytes_read = atomic_load_explicit(&s->bytes_read, memory_order_relaxed);
     out->bytes_written = atomic_load_explicit(&s->bytes_written, memory_order_relaxed);
     out->refused = atomic_load_explicit(&s->refused, memory_order_relaxed);
+    out->bytes_read_by_ref = atomic_load_explicit(&s->bytes_by_ref, memory_order_relaxed);
     if (rw_tcp_dom(dom)->role == RW_ROLE_SERVER) {
         struct rw_tcp_budget_stats b;
         rw_tcp_budget_get_stats(&b);

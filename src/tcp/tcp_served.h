@@ -15,6 +15,8 @@ struct rw_tcp_served {
     atomic_uint_least64_t reads, writes;           /* requests answered with OK */
     atomic_uint_least64_t bytes_read, bytes_written;
     atomic_uint_least64_t refused;                 /* requests refused (access) */
+    atomic_uint_least64_t bytes_by_ref;            /* READ payload bytes spliced, not copied
+                                                      (tcp_serve_splice.c) */
 };
 
 /* Counts one request answered on a domain: op is RW_TCP_OP_READ or

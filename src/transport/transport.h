@@ -198,6 +198,8 @@ struct rw_served {
     uint64_t reads, writes;             /* READ / WRITE requests served */
     uint64_t bytes_read, bytes_written; /* their payload bytes */
     uint64_t refused;                   /* requests refused (remote access) */
+    uint64_t bytes_read_by_ref;         /* of bytes_read: handed to the kernel by reference
+                                           (RW_ACCESS_READ_BY_REFERENCE) */
     /* The tcp queue budget (tcp_budget.h).  It is process-wide, shared by
      * every server domain: each domain reports the same values, so a
      * reader takes them from one domain and never sums them. */

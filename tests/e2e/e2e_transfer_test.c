@@ -92,6 +92,21 @@ static void check_same(const uint8_t *got, const uint8_t *want, size_t len, cons
                  layer, (unsigned long long)off, d);
 }
 
+/* The server's counters after the READs: bytes_read_by_reference is part
+ * of bytes_read, and with zero_copy_reads (by_ref) every READ of 128 KiB
+ * or more went by reference, so there are some if one was that big. */
+static void check_by_reference(railwire_server *srv, int by_ref, size_t biggest_read)
+{
+    struct railwire_server_stats st;
+
+    cr_assert_eq(railwire_server_stats(srv, &st, sizeof(st)), 0);
+    cr_assert_leq(st.bytes_read_by_reference, st.bytes_read);
+    if (!by_ref)
+        cr_assert_eq(st.bytes_read_by_reference, 0, "copied unless asked");
+    else if (biggest_read >= (128u << 10))
+        cr_assert_gt(st.bytes_read_by_reference, 0, "the big READs went by reference");
+}
+
 static void random_rw(unsigned rails, void (*tweak)(railwire_server_opts *o))
 {
     struct e2e_server s;
@@ -100,6 +115,7 @@ static void random_rw(unsigned rails, void (*tweak)(railwire_server_opts *o))
     railwire_mr *mr = NULL;
     uint8_t *local = map_local(LOCAL);
     uint64_t rng = e2e_seed("random RW transfers");
+    size_t biggest_read = 0;
     int rc;
 
     e2e_server_start(&s, RAILWIRE_DIALECT_RW, &arena, 1, tweak);
@@ -132,6 +148,7 @@ static void random_rw(unsigned rails, void (*tweak)(railwire_server_opts *o))
         place(&rng, sizes, k, LOCAL, loff);
         for (unsigned i = 0; i < k; i++) {
             roff[i] = e2e_rand(&rng) % (arena - sizes[i] + 1);
+            biggest_read = sizes[i] > biggest_read ? sizes[i] : biggest_read;
             memset(local + loff[i], 0xEE, sizes[i]);
             ops[i] = (railwire_op){.opcode = RAILWIRE_OP_READ, .mr = mr, .local = local + loff[i],
                                    .length = sizes[i], .remote_offset = roff[i]};
@@ -144,6 +161,7 @@ static void random_rw(unsigned rails, void (*tweak)(railwire_server_opts *o))
     cr_assert_eq(railwire_railset_stats(rs, st, RAILWIRE_MAX_RAILS, sizeof(*st)), (int)rails);
     for (unsigned r = 0; r < rails; r++)
         cr_assert_eq(st[r].state, RAILWIRE_RAIL_UP, "rail %u went down", r);
+    check_by_reference(s.srv, tweak != NULL, biggest_read);
     railwire_railset_close(rs);
     e2e_server_stop(&s);
     munmap(local, LOCAL);
@@ -157,6 +175,7 @@ static void random_ro(unsigned rails, void (*tweak)(railwire_server_opts *o))
     railwire_mr *mr = NULL;
     uint8_t *local = map_local(LOCAL);
     uint64_t rng = e2e_seed("random RO transfers");
+    size_t biggest_read = 0;
     int rc;
 
     e2e_server_start(&s, RAILWIRE_DIALECT_RO, layers, 3, tweak);
@@ -176,6 +195,7 @@ static void random_ro(unsigned rails, void (*tweak)(railwire_server_opts *o))
             uint32_t layer = (uint32_t)(e2e_rand(&rng) % 3);
             if (sizes[i] > layers[layer])
                 layer = 0;
+            biggest_read = sizes[i] > biggest_read ? sizes[i] : biggest_read;
             memset(local + loff[i], 0xEE, sizes[i]);
             ops[i] = (railwire_op){.opcode = RAILWIRE_OP_READ, .mr = mr, .local = local + loff[i],
                                    .length = sizes[i], .layer = layer,
@@ -187,6 +207,7 @@ static void random_ro(unsigned rails, void (*tweak)(railwire_server_opts *o))
                        (const uint8_t *)s.regions[ops[i].layer].addr + ops[i].remote_offset,
                        sizes[i], "READ", ops[i].layer, ops[i].remote_offset);
     }
+    check_by_reference(s.srv, tweak != NULL, biggest_read);
     railwire_railset_close(rs);
     e2e_server_stop(&s);
     munmap(local, LOCAL);

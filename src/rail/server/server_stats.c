@@ -55,6 +55,7 @@ int railwire_server_stats(const railwire_server *srv, struct railwire_server_sta
         sum.bytes_read += one.bytes_read;
         sum.bytes_written += one.bytes_written;
         sum.refused += one.refused;
+        sum.bytes_read_by_ref += one.bytes_read_by_ref;
         /* process-wide: the same in every domain, taken once */
         sum.queue_budget = one.queue_budget;
         sum.queue_share = one.queue_share;
@@ -73,6 +74,7 @@ int railwire_server_stats(const railwire_server *srv, struct railwire_server_sta
     out->bytes_read = sum.bytes_read;
     out->bytes_written = sum.bytes_written;
     out->requests_refused = sum.refused;
+    out->bytes_read_by_reference = sum.bytes_read_by_ref;
     out->queue_budget_bytes = sum.queue_budget;
     out->queue_share_bytes = sum.queue_share;
     out->queued_bytes = sum.queued;

@@ -81,6 +81,15 @@ static void read_one(struct zctx *c, const struct rw_mr *mr, size_t roff, size_t
     cr_assert_eq(memcmp(c->lbuf + loff, c->p.smem + roff, len), 0, "READ of %zu bytes", len);
 }
 
+/* READ payload bytes the server domain handed over by reference. */
+static uint64_t by_ref_bytes(const struct zctx *c)
+{
+    struct rw_served sv = {0};
+
+    cr_assert_eq(rw_tcp_ops.domain_served(c->p.sdom, &sv), 0);
+    return sv.bytes_read_by_ref;
+}
+
 /* Waits (up to 5 s) until the server's connections have given every queued
  * byte back to the budget: what a pipe held was counted and returned. */
 static void budget_drains(void)
@@ -155,6 +164,10 @@ Test(tcp_splice, answers_by_reference_carry_every_byte_in_order, .timeout = 120)
     cr_assert_eq(memcmp(c.p.smem + T_SRV_LEN - (1u << 20), w + (1u << 20), 1u << 20), 0,
                  "big WRITE landed");
     cr_assert_eq(pipe_state(&c), 1, "the big answers went through the connection's pipe");
+    uint64_t big = 0;
+    for (size_t i = 0; i < N; i++)
+        big += len[i] >= RW_TCP_SPLICE_MIN ? len[i] : 0;
+    cr_assert_eq(by_ref_bytes(&c), big, "every byte of the big answers, and only those, counted (%llu, %llu)", (unsigned long long)by_ref_bytes(&c), (unsigned long long)big);
     /* a READ after a WRITE of the same bytes sees the WRITE */
     read_one(&c, c.zmr, T_SRV_LEN - (1u << 20), 0, 1u << 20);
     cr_assert_eq(memcmp(c.lbuf, w + (1u << 20), 1u << 20), 0);
@@ -174,8 +187,10 @@ Test(tcp_splice, small_answers_and_other_regions_are_copied, .timeout = 60)
         read_one(&c, c.zmr, (size_t)i * 100003u, 0, RW_TCP_SPLICE_MIN - 1);
     read_one(&c, c.p.smr, 12345, 0, 4u << 20);
     cr_assert_eq(pipe_state(&c), 0, "no pipe for small answers or copied regions");
+    cr_assert_eq(by_ref_bytes(&c), 0);
     read_one(&c, c.zmr, 12345, 0, RW_TCP_SPLICE_MIN);
     cr_assert_eq(pipe_state(&c), 1, "the first big answer by reference opens it");
+    cr_assert_eq(by_ref_bytes(&c), RW_TCP_SPLICE_MIN);
     budget_drains();
     zc_close(&c);
 }
@@ -201,6 +216,7 @@ Test(tcp_splice, a_rail_that_cannot_have_a_pipe_copies_its_answers, .timeout = 6
     cr_assert_eq(pipe_state(&c), -1, "the pipe could not be made");
     read_one(&c, c.zmr, 999, 0, 1u << 20);
     cr_assert_eq(pipe_state(&c), -1, "the rail keeps copying");
+    cr_assert_eq(by_ref_bytes(&c), 0);
     budget_drains();
     zc_close(&c);
 }
