@@ -10,7 +10,9 @@
   for another path, 400 for a malformed request, 431 for a request over
   4 KiB, 503 past 8 connections; an idle client is closed within its 5 s
   while bench transfers keep being served;
-- bad --metrics arguments and a port in use fail with a clear message.
+- bad --metrics arguments and a port in use fail with a clear message;
+- READ answers of 1 MiB leave `railwire serve` by reference to its arena
+  by default, and copied with --copy-reads, as its counters say.
 
 usage: metrics_test.py --cli BIN   (exit 77: promtool is missing)"""
 import argparse
@@ -196,6 +198,24 @@ def test_bad_arguments():
           f"bench --json --metrics-dump: exit {r.returncode}, {r.stderr[-200:]!r}")
 
 
+def test_zero_copy_reads():
+    for extra, by_ref in (((), 20 << 20), (("--copy-reads",), 0)):
+        srv = mc.Serve(cli, extra)
+        try:
+            r = mc.bench(cli, srv.control, ["--dialect", "rw", "--read", "--rails", "2", "-s",
+                                            "1M", "-n", "20", "--verify"])
+            check(r.returncode == 0, f"bench --read {extra}: exit {r.returncode}: "
+                                     f"{r.stderr[-400:]!r}")
+            text = mc.scrape(srv.metrics_port)
+            got = mc.sample(text, "railwire_server_read_bytes_total", {"transport": "tcp"})
+            ref = mc.sample(text, "railwire_server_read_bytes_by_reference_total",
+                            {"transport": "tcp"})
+            check(got == 20 << 20, f"serve {extra}: read bytes {got}, expected {20 << 20}")
+            check(ref == by_ref, f"serve {extra}: read bytes by reference {ref}, expected {by_ref}")
+        finally:
+            check(srv.stop() == 0, f"serve {extra} exited badly after SIGTERM")
+
+
 srv = mc.Serve(cli)
 try:
     for t in (test_exposition_and_counters, test_http_bounds, test_slow_clients):
@@ -206,6 +226,8 @@ finally:
 check(rc == 0, f"serve exited {rc} after SIGTERM")
 print("--- test_bad_arguments", flush=True)
 test_bad_arguments()
+print("--- test_zero_copy_reads", flush=True)
+test_zero_copy_reads()
 if mc.failures:
     print(f"metrics_test: {len(mc.failures)} check(s) failed")
     sys.exit(1)
