@@ -163,9 +163,10 @@ struct rw_tcp_conn {
     /* READ answers by reference (tcp_serve_splice.c) */
     int by_ref;                     /* the request in progress is on memory registered
                                        with RW_ACCESS_READ_BY_REFERENCE */
-    int pipe_state;                 /* 0: no pipe yet, 1: pipe_fd open, -1: none to be
-                                       had (answers are copied) */
-    int pipe_fd[2];                 /* owned when pipe_state is 1: read, write end */
+    int pipe_state;                 /* 1: an answer goes through pipe_fd (a pipe of the
+                                       process's pool), 0: no pipe held, -1: none
+                                       could be made (answers are copied) */
+    int pipe_fd[2];                 /* held while pipe_state is 1: read, write end */
     size_t pipe_cap;                /* the pipe's capacity in bytes */
     size_t pipe_len;                /* answer bytes in the pipe, not yet in the socket
                                        (counted in charge) */

@@ -7,6 +7,7 @@
  * sleeps (common/busy_poll.h): an active client's next request is then
  * taken without a wake-up. */
 #include "tcp/tcp_loop.h"
+#include "tcp/tcp_serve_splice.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -357,8 +358,10 @@ out:
 void rw_tcp_pool_release(void)
 {
     pthread_mutex_lock(&pool_lock);
-    if (pool_refs && --pool_refs == 0)
+    if (pool_refs && --pool_refs == 0) {
         stop_loops(pool_n);
+        rw_tcp_splice_drain(); /* no connection is left to hold a pipe */
+    }
     pthread_mutex_unlock(&pool_lock);
 }
 

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -16,6 +17,21 @@
 #define PIPE_WANT (1u << 20)        /* pipe capacity asked for: 1 MiB of an answer per splice */
 #define PIPE_LEAST (256u * 1024)    /* the least worth splicing through (else: copy) */
 #define SPLICE_NEED (16u * 1024)    /* the least payload worth a vmsplice mid-answer */
+
+/* The process's pipes.  A connection holds one only while an answer goes
+ * through it, then hands it back here, so a few pipes serve every
+ * connection: each costs two descriptors and counts its capacity against
+ * the user's pipe-buffer pages (fs.pipe-user-pages-soft, 16384 by
+ * default), which every process of that user shares.  At most
+ * RW_TCP_SPLICE_PIPES_MAX are open (32 x 1 MiB: half the default soft
+ * limit); an answer that finds none free is copied. */
+struct spare {
+    int fd[2];
+    size_t cap;
+};
+static pthread_mutex_t pipes_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct spare spares[RW_TCP_SPLICE_PIPES_MAX];
+static unsigned n_spares, n_open, pipes_max = RW_TCP_SPLICE_PIPES_MAX;
 
 /* Gives c a non-blocking pipe of at least PIPE_LEAST bytes.  Returns 0, or
  * -1 (logged) when none can be had: no descriptor left, or the user is over
@@ -44,18 +60,68 @@ static int open_pipe(struct rw_tcp_conn *c)
     return 0;
 }
 
+/* Gives c a pipe: a spare one, or a new one while fewer than pipes_max
+ * are open.  Returns 1, 0 when every pipe is in use (this answer is
+ * copied), or -1 when a new one could not be made (logged). */
+static int take_pipe(struct rw_tcp_conn *c)
+{
+    pthread_mutex_lock(&pipes_lock);
+    if (n_spares) {
+        struct spare *s = &spares[--n_spares];
+        c->pipe_fd[0] = s->fd[0];
+        c->pipe_fd[1] = s->fd[1];
+        c->pipe_cap = s->cap;
+        pthread_mutex_unlock(&pipes_lock);
+        return 1;
+    }
+    if (n_open >= pipes_max) {
+        pthread_mutex_unlock(&pipes_lock);
+        return 0;
+    }
+    n_open++;
+    pthread_mutex_unlock(&pipes_lock);
+    if (open_pipe(c) == 0)
+        return 1;
+    pthread_mutex_lock(&pipes_lock);
+    n_open--;
+    pthread_mutex_unlock(&pipes_lock);
+    return -1;
+}
+
+/* Hands c's pipe back: to the spares if it is empty, else (bytes of an
+ * answer the connection will never send) closed. */
+static void give_pipe(struct rw_tcp_conn *c)
+{
+    int keep;
+
+    pthread_mutex_lock(&pipes_lock);
+    keep = c->pipe_len == 0 && n_spares < pipes_max;
+    if (keep)
+        spares[n_spares++] = (struct spare){.fd = {c->pipe_fd[0], c->pipe_fd[1]},
+                                            .cap = c->pipe_cap};
+    else
+        n_open--;
+    pthread_mutex_unlock(&pipes_lock);
+    if (!keep) {
+        close(c->pipe_fd[0]);
+        close(c->pipe_fd[1]);
+    }
+    c->pipe_state = 0;
+    c->pipe_len = 0;
+}
+
 int rw_tcp_splice_wanted(struct rw_tcp_conn *c)
 {
-    if (c->pipe_len)
-        return 1;
+    if (c->pipe_state == 1)
+        return 1; /* an answer is on its way through c's pipe */
     /* the answer's whole length, not what is left of it: an answer that
      * waited for room part way through goes on through the pipe */
     if (!c->by_ref || c->tls || c->staged || !c->left || c->req.length < RW_TCP_SPLICE_MIN ||
         c->pipe_state < 0)
         return 0;
-    if (c->pipe_state == 0)
-        c->pipe_state = open_pipe(c) == 0 ? 1 : -1;
-    return c->pipe_state == 1;
+    int took = take_pipe(c);
+    c->pipe_state = took;
+    return took == 1;
 }
 
 /* Moves what the pipe holds into the socket.  Returns RW_TCP_S_CONT once
@@ -133,6 +199,7 @@ enum rw_tcp_step rw_tcp_splice_send(struct rw_tcp_conn *c, int64_t now, uint64_t
             return s;
         uint64_t hdr = c->resp_len - c->resp_off;
         if (!hdr && !c->left) {
+            give_pipe(c);
             c->state = RW_TCP_C_HDR;
             return RW_TCP_S_CONT;
         }
@@ -157,10 +224,35 @@ enum rw_tcp_step rw_tcp_splice_send(struct rw_tcp_conn *c, int64_t now, uint64_t
 
 void rw_tcp_splice_close(struct rw_tcp_conn *c)
 {
-    if (c->pipe_state == 1) {
-        close(c->pipe_fd[0]);
-        close(c->pipe_fd[1]);
-    }
+    if (c->pipe_state == 1)
+        give_pipe(c);
     c->pipe_state = 0;
     c->pipe_len = 0;
+}
+
+void rw_tcp_splice_drain(void)
+{
+    pthread_mutex_lock(&pipes_lock);
+    while (n_spares) {
+        struct spare *s = &spares[--n_spares];
+        close(s->fd[0]);
+        close(s->fd[1]);
+        n_open--;
+    }
+    pthread_mutex_unlock(&pipes_lock);
+}
+
+unsigned rw_tcp_splice_pipes_open(void)
+{
+    pthread_mutex_lock(&pipes_lock);
+    unsigned n = n_open;
+    pthread_mutex_unlock(&pipes_lock);
+    return n;
+}
+
+void rw_tcp_splice_configure(unsigned max)
+{
+    pthread_mutex_lock(&pipes_lock);
+    pipes_max = max == 0 || max > RW_TCP_SPLICE_PIPES_MAX ? RW_TCP_SPLICE_PIPES_MAX : max;
+    pthread_mutex_unlock(&pipes_lock);
 }

@@ -7,9 +7,11 @@
  * the payload's pages are mapped into it (vmsplice), and the pipe is
  * spliced into the socket, so the server's CPU never copies the payload.
  * Plain sockets only (TLS encrypts a copy anyway); CUDA memory is staged
- * (tcp_serve_stage.c).  A connection that cannot have a pipe (out of
+ * (tcp_serve_stage.c).  A connection holds a pipe of the process's pool
+ * only while an answer goes through it; an answer that finds every pipe in
+ * use is copied, and a connection whose pipe cannot be made (out of
  * descriptors, or over the user's pipe-buffer limit) copies its answers as
- * before.  Loop thread only. */
+ * before.  Loop thread only, except the pool calls at the end. */
 #ifndef RW_TCP_SERVE_SPLICE_H
 #define RW_TCP_SERVE_SPLICE_H
 
@@ -23,11 +25,16 @@
  * 1 rail of 64 KiB READs moved 8-16% less spliced, 128 KiB 9-14% more. */
 #define RW_TCP_SPLICE_MIN (128u * 1024)
 
-/* Returns 1 if c's answer in progress goes (or is going) through its pipe:
- * bytes of it are in the pipe already, or it is (what is left of) a READ
- * answer of at least RW_TCP_SPLICE_MIN bytes on by-reference host memory over a plain socket
- * and the connection has a pipe (made on first use here; 0 when none can
- * be had, and the answer is copied). */
+/* Most pipes the process holds (open, in use or spare). */
+#define RW_TCP_SPLICE_PIPES_MAX 32u
+
+/* Returns 1 if c's answer in progress goes (or is going) through a pipe:
+ * it started so, or it is a READ answer of at least RW_TCP_SPLICE_MIN
+ * bytes on by-reference host memory over a plain socket and a pipe could
+ * be taken from the pool (c->pipe_state 1 until the answer is sent).
+ * Returns 0 when the answer is copied: every pipe in use (tried again at
+ * the next answer), or no pipe could be made (c->pipe_state -1: the
+ * connection copies from then on). */
 int rw_tcp_splice_wanted(struct rw_tcp_conn *c);
 
 /* Sends c's answer in progress (header and payload) through its pipe, as
@@ -39,9 +46,20 @@ int rw_tcp_splice_wanted(struct rw_tcp_conn *c);
 enum rw_tcp_step rw_tcp_splice_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum,
                                     const char **why);
 
-/* Closes c's pipe, if it has one, and forgets the bytes in it (their pages
- * go back when the kernel lets go of them). */
+/* At c's close: hands its pipe back, if it holds one, closing it if bytes
+ * of an answer are left in it (their pages go back when the kernel lets
+ * go of them). */
 void rw_tcp_splice_close(struct rw_tcp_conn *c);
+
+/* Closes the pool's spare pipes (the last server domain of the process
+ * closed: rw_tcp_pool_release).  Thread-safe. */
+void rw_tcp_splice_drain(void);
+
+/* Pipes the process holds now, in use or spare.  Thread-safe. */
+unsigned rw_tcp_splice_pipes_open(void);
+
+/* Tests: at most max pipes (0: RW_TCP_SPLICE_PIPES_MAX).  Thread-safe. */
+void rw_tcp_splice_configure(unsigned max);
 
 /* The queue budget step_send and rw_tcp_splice_send share (tcp_serve.c):
  * takes between `need` and `want` bytes of c's cap and of the budget into

@@ -58,7 +58,8 @@ static void zc_close(struct zctx *c)
 }
 
 /* The pipe state of the server's connection (read once the loop is done
- * with the requests: every answer has arrived). */
+ * with the requests: every answer has arrived, so a pipe taken for one has
+ * gone back to the pool: 0; -1 once none could be made). */
 static int pipe_state(const struct zctx *c)
 {
     const struct rw_tcp_srv_ep *s = rw_container_of(c->p.sep, struct rw_tcp_srv_ep, base);
@@ -163,7 +164,8 @@ Test(tcp_splice, answers_by_reference_carry_every_byte_in_order, .timeout = 120)
     cr_assert_eq(memcmp(c.p.smem + T_SRV_LEN - (2u << 20), w, 4096), 0, "small WRITE landed");
     cr_assert_eq(memcmp(c.p.smem + T_SRV_LEN - (1u << 20), w + (1u << 20), 1u << 20), 0,
                  "big WRITE landed");
-    cr_assert_eq(pipe_state(&c), 1, "the big answers went through the connection's pipe");
+    cr_assert_eq(pipe_state(&c), 0, "the pipe went back to the pool with the last answer");
+    cr_assert_eq(rw_tcp_splice_pipes_open(), 1, "one pipe served every answer");
     uint64_t big = 0;
     for (size_t i = 0; i < N; i++)
         big += len[i] >= RW_TCP_SPLICE_MIN ? len[i] : 0;
@@ -186,10 +188,10 @@ Test(tcp_splice, small_answers_and_other_regions_are_copied, .timeout = 60)
     for (int i = 0; i < 8; i++)
         read_one(&c, c.zmr, (size_t)i * 100003u, 0, RW_TCP_SPLICE_MIN - 1);
     read_one(&c, c.p.smr, 12345, 0, 4u << 20);
-    cr_assert_eq(pipe_state(&c), 0, "no pipe for small answers or copied regions");
+    cr_assert_eq(rw_tcp_splice_pipes_open(), 0, "no pipe for small answers or copied regions");
     cr_assert_eq(by_ref_bytes(&c), 0);
     read_one(&c, c.zmr, 12345, 0, RW_TCP_SPLICE_MIN);
-    cr_assert_eq(pipe_state(&c), 1, "the first big answer by reference opens it");
+    cr_assert_eq(rw_tcp_splice_pipes_open(), 1, "the first big answer by reference opens one");
     cr_assert_eq(by_ref_bytes(&c), RW_TCP_SPLICE_MIN);
     budget_drains();
     zc_close(&c);
@@ -219,4 +221,68 @@ Test(tcp_splice, a_rail_that_cannot_have_a_pipe_copies_its_answers, .timeout = 6
     cr_assert_eq(by_ref_bytes(&c), 0);
     budget_drains();
     zc_close(&c);
+}
+
+/* More connections than pipes: with a pool of one pipe, four rails' big
+ * READs in flight at once all complete with every byte, each answer
+ * through the pipe or copied when another holds it; the one pipe goes
+ * back to the pool, and closes with the last server domain. */
+Test(tcp_splice, connections_share_a_bounded_pool_of_pipes, .timeout = 120)
+{
+    enum { RAILS = 4, PER = 6 };
+    struct rw_ep *sep[RAILS], *cep[RAILS];
+    struct rw_wc wcs[RAILS][PER];
+    struct rw_mr *zmr, *lmr;
+    struct tpair p;
+    uint8_t *lbuf;
+    int got[RAILS] = {0};
+
+    rw_tcp_splice_configure(1);
+    t_open(&p, "127.0.0.1", 0);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p.sdom, p.smem, T_SRV_LEN,
+                                   RW_ACCESS_REMOTE_READ | RW_ACCESS_READ_BY_REFERENCE, &zmr),
+                 0);
+    lbuf = malloc((size_t)RAILS * PER * (1u << 20));
+    cr_assert_not_null(lbuf);
+    cr_assert_eq(rw_tcp_ops.mr_reg(p.cdom, lbuf, (size_t)RAILS * PER * (1u << 20),
+                                   RW_ACCESS_LOCAL, &lmr), 0);
+    for (int r = 0; r < RAILS; r++) {
+        t_connect(&p, &zmr, 1, PER);
+        sep[r] = p.sep;
+        cep[r] = p.cep;
+    }
+    for (int r = 0; r < RAILS; r++)
+        for (int i = 0; i < PER; i++) {
+            size_t at = ((size_t)r * PER + (size_t)i) << 20;
+            struct rw_wr wr = {.wr_id = (uint64_t)i, .opcode = RW_OP_READ, .local = lbuf + at,
+                               .mr = lmr, .length = 1u << 20,
+                               .remote_addr = zmr->remote_base + (at % (T_SRV_LEN - (1u << 20))),
+                               .rkey = zmr->rkey};
+            cr_assert_eq(rw_tcp_ops.ep_post(cep[r], &wr, 1), 1);
+        }
+    for (int r = 0; r < RAILS; r++) {
+        got[r] = t_wait(cep[r], wcs[r], PER, 30000);
+        cr_assert_eq(got[r], PER, "rail %d: every READ completes", r);
+        for (int i = 0; i < PER; i++) {
+            size_t at = ((size_t)r * PER + (size_t)i) << 20;
+            cr_assert_eq(wcs[r][i].status, 0);
+            cr_assert_eq(memcmp(lbuf + at, p.smem + (at % (T_SRV_LEN - (1u << 20))), 1u << 20), 0,
+                         "rail %d READ %d", r, i);
+        }
+    }
+    struct rw_served sv = {0};
+    cr_assert_eq(rw_tcp_ops.domain_served(p.sdom, &sv), 0);
+    cr_assert_gt(sv.bytes_read_by_ref, 0, "the pipe served some answers");
+    cr_assert_leq(sv.bytes_read_by_ref, (uint64_t)RAILS * PER << 20);
+    cr_assert_eq(rw_tcp_splice_pipes_open(), 1, "never more than the pool's one pipe");
+    rw_tcp_ops.mr_dereg(lmr);
+    for (int r = 0; r < RAILS; r++) {
+        rw_tcp_ops.ep_destroy(cep[r]);
+        rw_tcp_ops.ep_destroy(sep[r]);
+    }
+    p.cep = p.sep = NULL;
+    rw_tcp_ops.mr_dereg(zmr);
+    t_close(&p);
+    cr_assert_eq(rw_tcp_splice_pipes_open(), 0, "the spare pipe closed with the last domain");
+    free(lbuf);
 }
