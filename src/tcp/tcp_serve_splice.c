@@ -227,7 +227,6 @@ void rw_tcp_splice_close(struct rw_tcp_conn *c)
     if (c->pipe_state == 1)
         give_pipe(c);
     c->pipe_state = 0;
-    c->pipe_len = 0;
 }
 
 void rw_tcp_splice_drain(void)

@@ -2,8 +2,8 @@
 /* Zero-copy READ answers of a tcp server (railwire_server_opts.
  * zero_copy_reads, docs/tcp-transport.md): an answer of at least
  * RW_TCP_SPLICE_MIN bytes on memory registered with
- * RW_ACCESS_READ_BY_REFERENCE goes to the socket through a pipe of its
- * connection: the header is written into the pipe (a copy of a few bytes),
+ * RW_ACCESS_READ_BY_REFERENCE goes to the socket through a pipe: the
+ * header is written into the pipe (a copy of a few bytes),
  * the payload's pages are mapped into it (vmsplice), and the pipe is
  * spliced into the socket, so the server's CPU never copies the payload.
  * Plain sockets only (TLS encrypts a copy anyway); CUDA memory is staged

@@ -29,10 +29,13 @@ static int check_opts(const railwire_server_opts *o)
         rw_err("server: unknown dialect %d", (int)o->dialect);
         return RAILWIRE_E_INVALID;
     }
-    if (o->zero_copy_reads > 1 || o->reserved3) {
-        rw_err("server: %s is %u: %s", o->reserved3 ? "reserved3" : "zero_copy_reads",
-               o->reserved3 ? o->reserved3 : o->zero_copy_reads,
-               o->reserved3 ? "leave it 0" : "use 0 (copy READ answers) or 1 (by reference)");
+    if (o->zero_copy_reads > 1) {
+        rw_err("server: zero_copy_reads is %u: use 0 (copy READ answers) or 1 (by reference)",
+               o->zero_copy_reads);
+        return RAILWIRE_E_INVALID;
+    }
+    if (o->reserved3) {
+        rw_err("server: railwire_server_opts.reserved3 is %u: leave it 0", o->reserved3);
         return RAILWIRE_E_INVALID;
     }
     if ((o->n_rail_addrs && !o->rail_addrs) || (o->n_devices && !o->devices)) {
