@@ -82,7 +82,7 @@ for ((round = 1; round <= rounds; round++)); do
     read -r op size depth <<<"$c"
     for r in $order; do
       read -r ops gbps < <(sweep_run "$r" "$op" "$size" "$depth" "$secs") || true
-      echo "$r ${ops:-nan} ${gbps:-nan}" >>"$tmp/rounds.$op.$size"
+      echo "$r ${ops:-nan} ${gbps:-nan} $round" >>"$tmp/rounds.$op.$size"
       printf "  round %s %-5s %4s q%-3s %3s rails: %10.0f transfers/s %7.3f GB/s\n" "$round" "$op" "$size" \
         "$depth" "$r" "${ops:-nan}" "${gbps:-nan}" >&2
     done
@@ -111,6 +111,56 @@ for c in "${configs[@]}"; do
     echo "$r $rat" >>"$tmp/plot.$op.$size"
     worst=$(awk -v w="$worst" -v x="$rat" 'BEGIN{if(x+0>0 && x+0<w+0) w=x; print w}')
   done <"$f"
+  printf " **%s** |\n" "$worst"
+done
+
+# drift_ratios FILE: each rail count's round-normalised ratio (see below),
+# one "RAILS RATIO" line per rail count.  Each round's cells are divided by
+# that round's geometric mean over the row (a round whose row lacks a cell
+# is left out), each cell takes the median of its normalised rounds, and
+# the medians are divided by their best.
+drift_ratios() {
+  awk -v list="$rails_list" '
+    $2 != "nan" { v[$4, $1] = $2; seen[$4] = 1 }
+    END {
+      n = split(list, R, " ")
+      for (k in seen) {
+        s = 0; m = 0
+        for (i = 1; i <= n; i++) if ((k, R[i]) in v) { s += log(v[k, R[i]]); m++ }
+        if (m == n) g[k] = exp(s / m)
+      }
+      best = 0
+      for (i = 1; i <= n; i++) {
+        c = 0
+        for (k in g) a[++c] = v[k, R[i]] / g[k]
+        for (x = 2; x <= c; x++) for (y = x; y > 1 && a[y - 1] > a[y]; y--) { t = a[y]; a[y] = a[y - 1]; a[y - 1] = t }
+        med[i] = c == 0 ? 0 : (c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2)
+        if (med[i] > best) best = med[i]
+      }
+      for (i = 1; i <= n; i++) printf "%s %s\n", R[i], (best > 0 && med[i] > 0 ? sprintf("%.2f", med[i] / best) : "nan")
+    }' "$1"
+}
+echo
+echo "### The same rounds, each against its own row (round-normalised ratios)"
+echo
+echo "The machine runs for minutes at a time in faster and slower phases (the"
+echo "raw stream moved 1.6x between sessions), and a row's rounds lie minutes"
+echo "apart while its cells in one round lie seconds apart. Here each round's"
+echo "cells are divided by that round's geometric mean over the row, each cell"
+echo "takes the median of its rounds, and the row is put against its best cell."
+echo "The table above stays the figure of record; this one shows how much of"
+echo "its spread is the phases."
+echo
+printf "| op, size, depth |"; for r in $rails_list; do printf " %s rail(s) |" "$r"; done; echo " worst ratio |"
+printf "| --- |"; for r in $rails_list; do printf " ---: |"; done; echo " ---: |"
+for c in "${configs[@]}"; do
+  read -r op size depth <<<"$c"
+  printf "| %s %s q%s |" "${op^^}" "$size" "$depth"
+  worst=9
+  while read -r r rat; do
+    printf " %s |" "$rat"
+    worst=$(awk -v w="$worst" -v x="$rat" 'BEGIN{if(x+0>0 && x+0<w+0) w=x; print w}')
+  done < <(drift_ratios "$tmp/rounds.$op.$size")
   printf " **%s** |\n" "$worst"
 done
 
