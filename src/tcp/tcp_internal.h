@@ -165,7 +165,9 @@ struct rw_tcp_conn {
                                        with RW_ACCESS_READ_BY_REFERENCE */
     int pipe_state;                 /* 1: an answer goes through pipe_fd (a pipe of the
                                        process's pool), 0: no pipe held, -1: none
-                                       could be made (answers are copied) */
+                                       could be made (answers are copied for a
+                                       while: rw_tcp_splice_wanted) */
+    int64_t pipe_failed_ms;         /* with pipe_state -1: when that try failed */
     int pipe_fd[2];                 /* held while pipe_state is 1: read, write end */
     size_t pipe_cap;                /* the pipe's capacity in bytes */
     size_t pipe_len;                /* answer bytes in the pipe, not yet in the socket

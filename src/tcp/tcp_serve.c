@@ -377,7 +377,7 @@ enum rw_tcp_step rw_tcp_conn_reserve(struct rw_tcp_conn *c, int64_t now, uint64_
 
 static enum step step_send(struct rw_tcp_conn *c, int64_t now, uint64_t *quantum, const char **why)
 {
-    if (rw_tcp_splice_wanted(c))
+    if (rw_tcp_splice_wanted(c, now))
         return (enum step)rw_tcp_splice_send(c, now, quantum, why);
     for (;;) {
         size_t hdr = c->resp_len - c->resp_off;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@ struct spare {
 static pthread_mutex_t pipes_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct spare spares[RW_TCP_SPLICE_PIPES_MAX];
 static unsigned n_spares, n_open, pipes_max = RW_TCP_SPLICE_PIPES_MAX;
+static _Atomic unsigned retry_ms = RW_TCP_SPLICE_RETRY_MS;
 
 /* Gives c a non-blocking pipe of at least PIPE_LEAST bytes.  Returns 0, or
  * -1 (logged) when none can be had: no descriptor left, or the user is over
@@ -42,7 +44,7 @@ static int open_pipe(struct rw_tcp_conn *c)
 
     if (pipe2(c->pipe_fd, O_NONBLOCK | O_CLOEXEC) < 0) {
         rw_info_rl("tcp: qpn 0x%08x: no pipe for zero-copy READ answers (%s); this rail "
-                   "copies them", (unsigned)c->ep->base.local.qpn, strerror(errno));
+                   "copies them for a second, then tries again", (unsigned)c->ep->base.local.qpn, strerror(errno));
         return -1;
     }
     cap = fcntl(c->pipe_fd[1], F_SETPIPE_SZ, (int)PIPE_WANT);
@@ -50,7 +52,7 @@ static int open_pipe(struct rw_tcp_conn *c)
         cap = fcntl(c->pipe_fd[1], F_SETPIPE_SZ, (int)PIPE_LEAST);
     if (cap < (int)PIPE_LEAST) {
         rw_info_rl("tcp: qpn 0x%08x: a pipe for zero-copy READ answers could not be given "
-                   "%u bytes (%s; see fs.pipe-user-pages-soft); this rail copies them",
+                   "%u bytes (%s; see fs.pipe-user-pages-soft); this rail copies them for a second, then tries again",
                    (unsigned)c->ep->base.local.qpn, PIPE_LEAST, strerror(errno));
         close(c->pipe_fd[0]);
         close(c->pipe_fd[1]);
@@ -110,17 +112,20 @@ static void give_pipe(struct rw_tcp_conn *c)
     c->pipe_len = 0;
 }
 
-int rw_tcp_splice_wanted(struct rw_tcp_conn *c)
+int rw_tcp_splice_wanted(struct rw_tcp_conn *c, int64_t now)
 {
     if (c->pipe_state == 1)
         return 1; /* an answer is on its way through c's pipe */
     /* the answer's whole length, not what is left of it: an answer that
      * waited for room part way through goes on through the pipe */
     if (!c->by_ref || c->tls || c->staged || !c->left || c->req.length < RW_TCP_SPLICE_MIN ||
-        c->pipe_state < 0)
+        (c->pipe_state < 0 &&
+         now - c->pipe_failed_ms < (int64_t)atomic_load_explicit(&retry_ms, memory_order_relaxed)))
         return 0;
     int took = take_pipe(c);
     c->pipe_state = took;
+    if (took < 0)
+        c->pipe_failed_ms = now;
     return took == 1;
 }
 
@@ -249,9 +254,10 @@ unsigned rw_tcp_splice_pipes_open(void)
     return n;
 }
 
-void rw_tcp_splice_configure(unsigned max)
+void rw_tcp_splice_configure(unsigned max, unsigned retry)
 {
     pthread_mutex_lock(&pipes_lock);
     pipes_max = max == 0 || max > RW_TCP_SPLICE_PIPES_MAX ? RW_TCP_SPLICE_PIPES_MAX : max;
     pthread_mutex_unlock(&pipes_lock);
+    atomic_store_explicit(&retry_ms, retry ? retry : RW_TCP_SPLICE_RETRY_MS, memory_order_relaxed);
 }

@@ -10,8 +10,9 @@
  * (tcp_serve_stage.c).  A connection holds a pipe of the process's pool
  * only while an answer goes through it; an answer that finds every pipe in
  * use is copied, and a connection whose pipe cannot be made (out of
- * descriptors, or over the user's pipe-buffer limit) copies its answers as
- * before.  Loop thread only, except the pool calls at the end. */
+ * descriptors, or over the user's pipe-buffer limit) copies its answers
+ * for RW_TCP_SPLICE_RETRY_MS, then tries again.  Loop thread only, except
+ * the pool calls at the end. */
 #ifndef RW_TCP_SERVE_SPLICE_H
 #define RW_TCP_SERVE_SPLICE_H
 
@@ -28,14 +29,20 @@
 /* Most pipes the process holds (open, in use or spare). */
 #define RW_TCP_SPLICE_PIPES_MAX 32u
 
+/* How long a connection whose pipe could not be made copies its answers
+ * before it tries again: the causes (descriptors, the user's pipe pages)
+ * are the process's and pass, and a failed try costs a pipe2 call and one
+ * rate-limited log line. */
+#define RW_TCP_SPLICE_RETRY_MS 1000
+
 /* Returns 1 if c's answer in progress goes (or is going) through a pipe:
  * it started so, or it is a READ answer of at least RW_TCP_SPLICE_MIN
  * bytes on by-reference host memory over a plain socket and a pipe could
  * be taken from the pool (c->pipe_state 1 until the answer is sent).
  * Returns 0 when the answer is copied: every pipe in use (tried again at
  * the next answer), or no pipe could be made (c->pipe_state -1: the
- * connection copies from then on). */
-int rw_tcp_splice_wanted(struct rw_tcp_conn *c);
+ * connection copies until RW_TCP_SPLICE_RETRY_MS after the failed try). */
+int rw_tcp_splice_wanted(struct rw_tcp_conn *c, int64_t now);
 
 /* Sends c's answer in progress (header and payload) through its pipe, as
  * step_send does with copies: within the connection's cap and the queue
@@ -58,8 +65,10 @@ void rw_tcp_splice_drain(void);
 /* Pipes the process holds now, in use or spare.  Thread-safe. */
 unsigned rw_tcp_splice_pipes_open(void);
 
-/* Tests: at most max pipes (0: RW_TCP_SPLICE_PIPES_MAX).  Thread-safe. */
-void rw_tcp_splice_configure(unsigned max);
+/* Tests: at most max pipes (0: RW_TCP_SPLICE_PIPES_MAX), and a connection
+ * whose pipe could not be made tries again after retry_ms (0:
+ * RW_TCP_SPLICE_RETRY_MS).  Thread-safe. */
+void rw_tcp_splice_configure(unsigned max, unsigned retry_ms);
 
 /* The queue budget step_send and rw_tcp_splice_send share (tcp_serve.c):
  * takes between `need` and `want` bytes of c's cap and of the budget into

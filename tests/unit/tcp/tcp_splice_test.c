@@ -197,14 +197,16 @@ Test(tcp_splice, small_answers_and_other_regions_are_copied, .timeout = 60)
     zc_close(&c);
 }
 
-/* With no descriptor left for a pipe, the rail copies its answers, and
- * keeps doing so once descriptors are free again. */
+/* With no descriptor left for a pipe, the rail copies its answers; it
+ * keeps copying within the retry interval, even once descriptors are free
+ * again, and after it the next big answer goes by reference again. */
 Test(tcp_splice, a_rail_that_cannot_have_a_pipe_copies_its_answers, .timeout = 60)
 {
     struct rlimit was, none;
     struct zctx c;
     int probe;
 
+    rw_tcp_splice_configure(0, 3600u * 1000); /* no retry in the first part */
     zc_open(&c);
     cr_assert_eq(getrlimit(RLIMIT_NOFILE, &was), 0);
     probe = dup(0); /* the lowest free descriptor: with the limit there, none is free */
@@ -217,8 +219,15 @@ Test(tcp_splice, a_rail_that_cannot_have_a_pipe_copies_its_answers, .timeout = 6
     cr_assert_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
     cr_assert_eq(pipe_state(&c), -1, "the pipe could not be made");
     read_one(&c, c.zmr, 999, 0, 1u << 20);
-    cr_assert_eq(pipe_state(&c), -1, "the rail keeps copying");
+    cr_assert_eq(pipe_state(&c), -1, "the rail copies until it tries again");
     cr_assert_eq(by_ref_bytes(&c), 0);
+
+    rw_tcp_splice_configure(0, 1); /* the interval has passed after the sleep */
+    usleep(20 * 1000);
+    read_one(&c, c.zmr, 4096, 0, 1u << 20);
+    cr_assert_eq(by_ref_bytes(&c), 1u << 20, "the rail tried again and answered by reference");
+    cr_assert_eq(pipe_state(&c), 0, "the pipe went back to the pool");
+    rw_tcp_splice_configure(0, 0);
     budget_drains();
     zc_close(&c);
 }
@@ -237,7 +246,7 @@ Test(tcp_splice, connections_share_a_bounded_pool_of_pipes, .timeout = 120)
     uint8_t *lbuf;
     int got[RAILS] = {0};
 
-    rw_tcp_splice_configure(1);
+    rw_tcp_splice_configure(1, 0);
     t_open(&p, "127.0.0.1", 0);
     cr_assert_eq(rw_tcp_ops.mr_reg(p.sdom, p.smem, T_SRV_LEN,
                                    RW_ACCESS_REMOTE_READ | RW_ACCESS_READ_BY_REFERENCE, &zmr),
