@@ -23,6 +23,10 @@
 #     dozen transfers at its p99.  The last column, p99 over p50 of the same
 #     depth-8 run, is how unevenly that run served its transfers; what the
 #     p99(8)/p50(1) column adds to 8 beyond it is the two runs' speeds.
+#     Each row is DEEP_PAIRS (default 3) alternating depth-1 and depth-8
+#     runs, and each figure the median of its runs: one pair a minute apart
+#     had put a faster phase of the machine in one run and a slower one in
+#     the other (docs/benchmarks.md, twenty-second session).
 # Prints markdown tables and draws OUT.png (ratio to the best rail count
 # against rails) with gnuplot.  Nothing is asserted.  On a shared machine
 # the absolute figures move with the load; compare ratios within one run.
@@ -39,6 +43,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 secs="${SECS:-2}"
 rounds="${ROUNDS:-3}"
+deep_pairs="${DEEP_PAIRS:-3}"
 rails_list="${RAILS_LIST:-1 2 4 8 16 64}"
 out="${OUT:-$bench_build/rails_sweep}"
 configs=("read 4K 64" "write 4K 64" "read 64K 64" "write 64K 64" "read 1M 8" "write 1M 8")
@@ -302,25 +307,34 @@ echo "| ---: | ---: | ---: |"
 echo "| $rw_cpu | $ref_cpu | $(ratio "$rw_cpu" "$ref_cpu") |"
 
 # --- 5. deep queues of 64 MiB transfers ---
-echo "== 5. 64 MiB at depth 1 and 8" >&2
+echo "== 5. 64 MiB at depth 1 and 8, $deep_pairs alternating pair(s)" >&2
 echo
-echo "### 64 MiB transfers at depth 8 against depth 1 (two processes)"
+echo "### 64 MiB transfers at depth 8 against depth 1 (two processes, median of $deep_pairs alternating pair(s))"
 echo
-echo "| rails, op | depth 1 GB/s | p50 ms | depth 8 GB/s | p50 ms | p99 ms | GB/s ratio (>= 0.9) | p99(8) / p50(1) (<= ~8) | p99(8) / p50(8) |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| rails, op | depth 1 GB/s | p50 ms | depth 8 GB/s | p50 ms | p99 ms | GB/s ratio (>= 0.9) | p99(8) / p50(1) (<= ~8) | p99(8) / p50(8) | pairs' GB/s ratios |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 for r in 1 2; do
   for op in read write; do
     # The same 48 transfers at both depths, so both runs last about as long
     # (6 transfers at depth 1 took 0.2-0.4 s, where one stall of a loaded
     # machine moves the figure; docs/benchmarks.md, issue 20).
-    for d in 1 8; do
-      "$rw_cli" bench --connect "127.0.0.1:$srv_port" --dialect rw --rails "$r" "--$op" -s 64M \
-        -q "$d" -n 48 --warmup 8 --span 512M --quiet --json 2>/dev/null >"$tmp/deep.$d.json" || true
+    : >"$tmp/deep.runs"
+    pairs=""
+    for ((k = 1; k <= deep_pairs; k++)); do
+      for d in 1 8; do
+        "$rw_cli" bench --connect "127.0.0.1:$srv_port" --dialect rw --rails "$r" "--$op" -s 64M \
+          -q "$d" -n 48 --warmup 8 --span 512M --quiet --json 2>/dev/null >"$tmp/deep.$d.json" || true
+        read -r g p q < <(jq -r '.results[0] | "\(.gbps) \(.p50_us / 1000) \(.p99_us / 1000)"' \
+          "$tmp/deep.$d.json" 2>/dev/null || echo "nan nan nan")
+        echo "$d ${g:-nan} ${p:-nan} ${q:-nan}" >>"$tmp/deep.runs"
+        [ "$d" = 1 ] && g1k=${g:-nan}
+      done
+      pairs="$pairs${pairs:+ }$(ratio "${g:-nan}" "$g1k")"
     done
-    read -r g1 p1 < <(jq -r '.results[0] | "\(.gbps) \(.p50_us / 1000)"' "$tmp/deep.1.json" 2>/dev/null || echo "nan nan")
-    read -r g8 p8 q8 < <(jq -r '.results[0] | "\(.gbps) \(.p50_us / 1000) \(.p99_us / 1000)"' "$tmp/deep.8.json" 2>/dev/null || echo "nan nan nan")
-    printf "| %s %s | %.3f | %.0f | %.3f | %.0f | %.0f | **%s** | **%s** | %s |\n" "$r" "${op^^}" "$g1" "$p1" "$g8" "$p8" "$q8" \
-      "$(ratio "$g8" "$g1")" "$(ratio "$q8" "$p1")" "$(ratio "$q8" "$p8")"
+    g1=$(median "$tmp/deep.runs" 1 2); p1=$(median "$tmp/deep.runs" 1 3)
+    g8=$(median "$tmp/deep.runs" 8 2); p8=$(median "$tmp/deep.runs" 8 3); q8=$(median "$tmp/deep.runs" 8 4)
+    printf "| %s %s | %.3f | %.0f | %.3f | %.0f | %.0f | **%s** | **%s** | %s | %s |\n" "$r" "${op^^}" "$g1" "$p1" "$g8" "$p8" "$q8" \
+      "$(ratio "$g8" "$g1")" "$(ratio "$q8" "$p1")" "$(ratio "$q8" "$p8")" "$pairs"
   done
 done
 serve_stop
