@@ -148,9 +148,9 @@ drift_ratios() {
 echo
 echo "### The same rounds, each against its own row (round-normalised ratios)"
 echo
-echo "The machine runs for minutes at a time in faster and slower phases (the"
-echo "raw stream moved 1.6x between sessions), and a row's rounds lie minutes"
-echo "apart while its cells in one round lie seconds apart. Here each round's"
+echo "A shared machine runs for minutes at a time in faster and slower phases"
+echo "(other users' load), and a row's rounds lie minutes apart while its"
+echo "cells in one round lie seconds apart. Here each round's"
 echo "cells are divided by that round's geometric mean over the row, each cell"
 echo "takes the median of its rounds, and the row is put against its best cell."
 echo "The table above stays the figure of record; this one shows how much of"
