@@ -33,7 +33,7 @@ struct spare {
 static pthread_mutex_t pipes_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct spare spares[RW_TCP_SPLICE_PIPES_MAX];
 static unsigned n_spares, n_open, pipes_max = RW_TCP_SPLICE_PIPES_MAX;
-static _Atomic unsigned retry_ms = RW_TCP_SPLICE_RETRY_MS;
+static _Atomic unsigned retry_after_ms = RW_TCP_SPLICE_RETRY_MS;
 
 /* Gives c a non-blocking pipe of at least PIPE_LEAST bytes.  Returns 0, or
  * -1 (logged) when none can be had: no descriptor left, or the user is over
@@ -44,7 +44,8 @@ static int open_pipe(struct rw_tcp_conn *c)
 
     if (pipe2(c->pipe_fd, O_NONBLOCK | O_CLOEXEC) < 0) {
         rw_info_rl("tcp: qpn 0x%08x: no pipe for zero-copy READ answers (%s); this rail "
-                   "copies them for a second, then tries again", (unsigned)c->ep->base.local.qpn, strerror(errno));
+                   "copies them for a second, then tries again",
+                   (unsigned)c->ep->base.local.qpn, strerror(errno));
         return -1;
     }
     cap = fcntl(c->pipe_fd[1], F_SETPIPE_SZ, (int)PIPE_WANT);
@@ -52,7 +53,8 @@ static int open_pipe(struct rw_tcp_conn *c)
         cap = fcntl(c->pipe_fd[1], F_SETPIPE_SZ, (int)PIPE_LEAST);
     if (cap < (int)PIPE_LEAST) {
         rw_info_rl("tcp: qpn 0x%08x: a pipe for zero-copy READ answers could not be given "
-                   "%u bytes (%s; see fs.pipe-user-pages-soft); this rail copies them for a second, then tries again",
+                   "%u bytes (%s; see fs.pipe-user-pages-soft); this rail copies them for a "
+                   "second, then tries again",
                    (unsigned)c->ep->base.local.qpn, PIPE_LEAST, strerror(errno));
         close(c->pipe_fd[0]);
         close(c->pipe_fd[1]);
@@ -120,7 +122,8 @@ int rw_tcp_splice_wanted(struct rw_tcp_conn *c, int64_t now)
      * waited for room part way through goes on through the pipe */
     if (!c->by_ref || c->tls || c->staged || !c->left || c->req.length < RW_TCP_SPLICE_MIN ||
         (c->pipe_state < 0 &&
-         now - c->pipe_failed_ms < (int64_t)atomic_load_explicit(&retry_ms, memory_order_relaxed)))
+         now - c->pipe_failed_ms <
+             (int64_t)atomic_load_explicit(&retry_after_ms, memory_order_relaxed)))
         return 0;
     int took = take_pipe(c);
     c->pipe_state = took;
@@ -254,10 +257,11 @@ unsigned rw_tcp_splice_pipes_open(void)
     return n;
 }
 
-void rw_tcp_splice_configure(unsigned max, unsigned retry)
+void rw_tcp_splice_configure(unsigned max, unsigned retry_ms)
 {
     pthread_mutex_lock(&pipes_lock);
     pipes_max = max == 0 || max > RW_TCP_SPLICE_PIPES_MAX ? RW_TCP_SPLICE_PIPES_MAX : max;
     pthread_mutex_unlock(&pipes_lock);
-    atomic_store_explicit(&retry_ms, retry ? retry : RW_TCP_SPLICE_RETRY_MS, memory_order_relaxed);
+    atomic_store_explicit(&retry_after_ms, retry_ms ? retry_ms : RW_TCP_SPLICE_RETRY_MS,
+                          memory_order_relaxed);
 }
