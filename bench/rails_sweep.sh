@@ -80,6 +80,15 @@ median() {
   awk -v r="$2" -v c="$3" '$1==r && $c!="nan" {print $c}' "$1" | sort -g |
     awk '{a[NR]=$1} END{if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
 }
+# table_head LAST_HEADING LAST_ALIGN: a rail-count table's two heading
+# lines, with one more column when LAST_HEADING is not empty.
+table_head() {
+  printf "| op, size, depth |"; for r in $rails_list; do printf " %s rail(s) |" "$r"; done; echo "$1"
+  printf "| --- |"; for r in $rails_list; do printf " ---: |"; done; echo "$2"
+}
+# lower_ratio WORST RATIO: the lower of the two, a ratio that is not a
+# positive number ("-", "nan") left out.
+lower_ratio() { awk -v w="$1" -v x="$2" 'BEGIN{if(x+0>0 && x+0<w+0) w=x; print w}'; }
 echo "== 1. rail counts $rails_list, $rounds round(s), $secs s per measurement" >&2
 for ((round = 1; round <= rounds; round++)); do
   order=$(round_order "$round")
@@ -102,8 +111,7 @@ done
 echo
 echo "### Rail-count sweep (transfers/s, median of $rounds round(s); in brackets: ratio to the best rail count, target >= 0.9)"
 echo
-printf "| op, size, depth |"; for r in $rails_list; do printf " %s rail(s) |" "$r"; done; echo " worst ratio |"
-printf "| --- |"; for r in $rails_list; do printf " ---: |"; done; echo " ---: |"
+table_head " worst ratio |" " ---: |"
 for c in "${configs[@]}"; do
   read -r op size depth <<<"$c"
   f="$tmp/sweep.$op.$size"
@@ -114,7 +122,7 @@ for c in "${configs[@]}"; do
     rat=$(ratio "$ops" "$best")
     printf " %.0f (%s) |" "$ops" "$rat"
     echo "$r $rat" >>"$tmp/plot.$op.$size"
-    worst=$(awk -v w="$worst" -v x="$rat" 'BEGIN{if(x+0>0 && x+0<w+0) w=x; print w}')
+    worst=$(lower_ratio "$worst" "$rat")
   done <"$f"
   printf " **%s** |\n" "$worst"
 done
@@ -156,15 +164,14 @@ echo "takes the median of its rounds, and the row is put against its best cell."
 echo "The table above stays the figure of record; this one shows how much of"
 echo "its spread is the phases."
 echo
-printf "| op, size, depth |"; for r in $rails_list; do printf " %s rail(s) |" "$r"; done; echo " worst ratio |"
-printf "| --- |"; for r in $rails_list; do printf " ---: |"; done; echo " ---: |"
+table_head " worst ratio |" " ---: |"
 for c in "${configs[@]}"; do
   read -r op size depth <<<"$c"
   printf "| %s %s q%s |" "${op^^}" "$size" "$depth"
   worst=9
   while read -r r rat; do
     printf " %s |" "$rat"
-    worst=$(awk -v w="$worst" -v x="$rat" 'BEGIN{if(x+0>0 && x+0<w+0) w=x; print w}')
+    worst=$(lower_ratio "$worst" "$rat")
   done < <(drift_ratios "$tmp/rounds.$op.$size")
   printf " **%s** |\n" "$worst"
 done
@@ -172,8 +179,7 @@ done
 echo
 echo "Spread of the rounds: each cell's lowest and highest round against its median."
 echo
-printf "| op, size, depth |"; for r in $rails_list; do printf " %s rail(s) |" "$r"; done; echo
-printf "| --- |"; for r in $rails_list; do printf " ---: |"; done; echo
+table_head "" ""
 for c in "${configs[@]}"; do
   read -r op size depth <<<"$c"
   printf "| %s %s q%s |" "${op^^}" "$size" "$depth"
@@ -327,9 +333,9 @@ for r in 1 2; do
         read -r g p q < <(jq -r '.results[0] | "\(.gbps) \(.p50_us / 1000) \(.p99_us / 1000)"' \
           "$tmp/deep.$d.json" 2>/dev/null || echo "nan nan nan")
         echo "$d ${g:-nan} ${p:-nan} ${q:-nan}" >>"$tmp/deep.runs"
-        [ "$d" = 1 ] && g1k=${g:-nan}
+        if [ "$d" = 1 ]; then g_d1=${g:-nan}; fi
       done
-      pairs="$pairs${pairs:+ }$(ratio "${g:-nan}" "$g1k")"
+      pairs="$pairs${pairs:+ }$(ratio "${g:-nan}" "$g_d1")"
     done
     g1=$(median "$tmp/deep.runs" 1 2); p1=$(median "$tmp/deep.runs" 1 3)
     g8=$(median "$tmp/deep.runs" 8 2); p8=$(median "$tmp/deep.runs" 8 3); q8=$(median "$tmp/deep.runs" 8 4)
