@@ -5,8 +5,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/cpus.h"
 #include "common/log.h"
@@ -62,16 +65,104 @@ static int set_cc(int fd, const char *name)
     return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name));
 }
 
-/* Moves a same-host BBR socket of a railset or session of set_rails rails
- * to `first` (or to `second` where `first` is refused) when the rails are
- * at most per_cpu for each usable CPU. */
-static void pick(int fd, unsigned set_rails, unsigned per_cpu, const char *first,
-                 const char *second)
+/* Reads fd's algorithm into out (CC_NAME_MAX bytes).  Returns 0 or -1. */
+static int get_cc(int fd, char *out)
+{
+    socklen_t n = CC_NAME_MAX - 1;
+
+    memset(out, 0, CC_NAME_MAX);
+    return getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, out, &n);
+}
+
+static int is_bbr(const char *name)
+{
+    return !strncmp(name, "bbr", 3);
+}
+
+/* The system's algorithm, as a new socket gets it (empty if unknown). */
+static pthread_once_t sys_once = PTHREAD_ONCE_INIT;
+static char sys_name[CC_NAME_MAX];
+
+static void read_system(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || get_cc(fd, sys_name) < 0)
+        sys_name[0] = 0;
+    if (fd >= 0)
+        close(fd);
+}
+
+static const char *system_cc(void)
+{
+    pthread_once(&sys_once, read_system);
+    return sys_name;
+}
+
+void rw_tcp_cc_assume_system(const char *name)
+{
+    system_cc();
+    if (name)
+        snprintf(sys_name, sizeof(sys_name), "%s", name);
+    else
+        read_system();
+}
+
+/* Puts fd on reno, or on cubic where reno is refused.  Returns 0 or -1. */
+static int off_bbr(int fd)
+{
+    return set_cc(fd, "reno") == 0 || set_cc(fd, "cubic") == 0 ? 0 : -1;
+}
+
+void rw_tcp_cc_prepare(int fd)
+{
+    pthread_once(&cc_once, read_env);
+    if (cc_mode == CC_NAMED)
+        (void)set_cc(fd, cc_name); /* a refusal is logged once connected */
+    else if (cc_mode == CC_AUTO && is_bbr(system_cc()) && off_bbr(fd) < 0)
+        rw_debug("tcp: a rail keeps the system's %s: neither reno nor cubic is permitted (%s)",
+                 system_cc(), strerror(errno));
+}
+
+/* Whether connected fd's peer is on this host (0 if unknown). */
+static int peer_on_this_host(int fd)
 {
     struct sockaddr_storage local, peer;
-    socklen_t ll = sizeof(local), pl = sizeof(peer), n;
-    char cur[CC_NAME_MAX] = {0};
+    socklen_t ll = sizeof(local), pl = sizeof(peer);
 
+    return getsockname(fd, (struct sockaddr *)&local, &ll) == 0 &&
+           getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 && rw_tcp_same_host(&local, &peer);
+}
+
+/* The "auto" rule for connected fd (see tcp_cc.h): a prepared socket
+ * (taken off the system's BBR before it connected) goes back to it if its
+ * peer is on another host; one still on a BBR moves to reno when it is a
+ * same-host rail of a set of at most per_cpu rails for each usable CPU. */
+static void pick_auto(int fd, unsigned set_rails, unsigned per_cpu)
+{
+    const char *sys = system_cc();
+    char cur[CC_NAME_MAX];
+
+    if (get_cc(fd, cur) < 0)
+        return;
+    if (!is_bbr(cur)) {
+        if (is_bbr(sys) && (!strcmp(cur, "reno") || !strcmp(cur, "cubic")) &&
+            !peer_on_this_host(fd) && set_cc(fd, sys) < 0)
+            rw_debug("tcp: a rail to another host keeps %s: the system's %s was refused (%s)",
+                     cur, sys, strerror(errno));
+        return;
+    }
+    if ((set_rails ? set_rails : 1) > per_cpu * rw_cpus_usable() || !peer_on_this_host(fd))
+        return;
+    if (off_bbr(fd) < 0)
+        rw_debug("tcp: a same-host rail keeps %s: neither reno nor cubic is permitted (%s)", cur,
+                 strerror(errno));
+}
+
+static void pick(int fd, unsigned set_rails, unsigned per_cpu)
+{
     pthread_once(&cc_once, read_env);
     if (cc_mode == CC_SYSTEM)
         return;
@@ -84,26 +175,15 @@ static void pick(int fd, unsigned set_rails, unsigned per_cpu, const char *first
                        "pick)", cc_name, strerror(errno));
         return;
     }
-    if ((set_rails ? set_rails : 1) > per_cpu * rw_cpus_usable())
-        return;
-    n = sizeof(cur) - 1;
-    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cur, &n) < 0 || strncmp(cur, "bbr", 3))
-        return;
-    if (getsockname(fd, (struct sockaddr *)&local, &ll) < 0 ||
-        getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || !rw_tcp_same_host(&local, &peer))
-        return;
-    if (set_cc(fd, first) == 0 || set_cc(fd, second) == 0)
-        return;
-    rw_debug("tcp: a same-host rail keeps %s: neither cubic nor reno is permitted (%s)", cur,
-             strerror(errno));
+    pick_auto(fd, set_rails, per_cpu);
 }
 
 void rw_tcp_pick_congestion(int fd, unsigned set_rails)
 {
-    pick(fd, set_rails, RW_TCP_CC_RAILS_PER_CPU, "reno", "cubic");
+    pick(fd, set_rails, RW_TCP_CC_RAILS_PER_CPU);
 }
 
 void rw_tcp_pick_server_congestion(int fd, unsigned set_rails)
 {
-    pick(fd, set_rails, RW_TCP_CC_SERVER_RAILS_PER_CPU, "reno", "cubic");
+    pick(fd, set_rails, RW_TCP_CC_SERVER_RAILS_PER_CPU);
 }

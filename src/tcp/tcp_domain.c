@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "tcp/tcp_addr.h"
 #include "tcp/tcp_budget.h"
+#include "tcp/tcp_cc.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_loop.h"
 #include "tcp/tcp_sock.h"
@@ -70,6 +71,9 @@ static int listen_on(struct rw_tcp_domain *d)
     /* Accepted sockets inherit the buffers (and the window scale they
      * imply, fixed at the SYN) from the listener. */
     rw_tcp_tune(fd, d->io_timeout_ms, (unsigned)(RW_TCP_CAP_MAX * 7 / 16));
+    /* ... and the congestion control, set before any connection starts
+     * (tcp_cc.h: BBR's pacing would outlive a later switch). */
+    rw_tcp_cc_prepare(fd);
     /* A "::" listener also takes IPv4 clients (IPv4-mapped). */
     if (d->local.ss_family == AF_INET6 && rw_tcp_addr_is_any(&d->local))
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));

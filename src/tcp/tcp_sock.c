@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "tcp/tcp_addr.h"
+#include "tcp/tcp_cc.h"
 
 uint32_t rw_tcp_random32(int nonzero)
 {
@@ -116,6 +117,9 @@ int rw_tcp_connect(const struct sockaddr_storage *local, const struct sockaddr_s
         return RAILWIRE_E_SYSTEM;
     }
     rw_tcp_tune(fd, io_timeout_ms, RW_TCP_SOCKBUF);
+    /* Before connect: a connection that starts under BBR keeps its pacing
+     * when moved off it later (tcp_cc.h). */
+    rw_tcp_cc_prepare(fd);
     if (local && !rw_tcp_addr_is_any(local)) {
         struct sockaddr_storage l = *local;
         int one = 1;

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The congestion control of rail sockets (src/tcp/tcp_cc.c): which
- * connections count as same-host, the "auto" rule (a same-host socket
- * under a BBR, of a railset of at most 2 rails a CPU, moves to reno, or
- * to cubic where reno is refused; any other keeps its algorithm),
- * RAILWIRE_TCP_CONGESTION=system and =NAME, and both ends of a real rail
- * getting the choice.  Criterion runs each test in its own process, so each
+ * connections count as same-host; the "auto" rule (where the system runs a
+ * BBR, a rail socket goes to reno before it connects or listens, and back
+ * to the system's algorithm once connected to another host; a connected
+ * socket still under a BBR, of a railset of at most 2 rails a CPU, moves
+ * to reno, or to cubic where reno is refused; any other keeps its
+ * algorithm); RAILWIRE_TCP_CONGESTION=system and =NAME; and both ends of
+ * a real rail getting the choice.  Criterion runs each test in its own process, so each
  * test's environment is read afresh. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -229,6 +233,143 @@ Test(tcp_cc, both_ends_of_a_rail_take_the_named_algorithm)
     setenv("RAILWIRE_TCP_CONGESTION", "reno", 1);
     t_open(&p, "127.0.0.1", 0);
     t_connect(&p, NULL, 0, 8);
+    cr_assert_geq(rail_sockets_run("reno"), 2, "the rail's client and server sockets");
+    t_close(&p);
+}
+
+/* A connected pair made as the library makes its rail sockets: the
+ * listener (on `ip`, IPv4) and the client socket (bound to `from` unless
+ * NULL) go through rw_tcp_cc_prepare before they listen or connect.  *c
+ * is the client end, *s the accepted end. */
+static void prepared_pair(const char *ip, const char *from, int *c, int *s)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t l = sizeof(a);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+    cr_assert(lfd >= 0);
+    cr_assert_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+    rw_tcp_cc_prepare(lfd);
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(lfd, 1), 0);
+    cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &l), 0);
+    *c = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(*c >= 0);
+    rw_tcp_cc_prepare(*c);
+    if (from) {
+        struct sockaddr_in f = {.sin_family = AF_INET};
+        cr_assert_eq(inet_pton(AF_INET, from, &f.sin_addr), 1);
+        cr_assert_eq(bind(*c, (struct sockaddr *)&f, sizeof(f)), 0);
+    }
+    cr_assert_eq(connect(*c, (struct sockaddr *)&a, sizeof(a)), 0);
+    *s = accept(lfd, NULL, NULL);
+    cr_assert(*s >= 0);
+    close(lfd);
+}
+
+/* A connection that starts under BBR keeps BBR's pacing when it is moved
+ * off BBR later, and that pacing fell into a low mode on many loopback
+ * rails (src/tcp/tcp_cc.h).  So the switch is made before the connection
+ * starts, on both ends, and holds whatever the rail count. */
+Test(tcp_cc, auto_takes_rail_sockets_off_the_systems_bbr_before_they_connect)
+{
+    int c, s;
+    char cc[16];
+
+    unsetenv("RAILWIRE_TCP_CONGESTION");
+    rw_tcp_cc_assume_system("bbr");
+    prepared_pair("127.0.0.1", NULL, &c, &s);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "reno", "the client socket connected under %s", cc);
+    cc_of(s, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "reno", "the accepted socket (its listener's choice) runs %s", cc);
+    rw_tcp_pick_congestion(c, 255);
+    rw_tcp_pick_server_congestion(s, 255);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "reno", "a same-host rail of 255 stays on reno, not %s", cc);
+    cc_of(s, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "reno", "a same-host session of 255 rails stays on reno, not %s", cc);
+    close(c);
+    close(s);
+}
+
+Test(tcp_cc, auto_prepares_nothing_where_the_system_runs_no_bbr)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    char before[16], after[16];
+
+    cr_assert(fd >= 0);
+    unsetenv("RAILWIRE_TCP_CONGESTION");
+    rw_tcp_cc_assume_system("cubic");
+    cc_of(fd, before, sizeof(before));
+    rw_tcp_cc_prepare(fd);
+    cc_of(fd, after, sizeof(after));
+    cr_assert_str_eq(after, before);
+    close(fd);
+}
+
+/* This host's first IPv4 address that is up and not loopback, into out;
+ * 0 if it has none. */
+static int other_ipv4(char *out, size_t n)
+{
+    struct ifaddrs *ifs, *i;
+    int found = 0;
+
+    if (getifaddrs(&ifs) < 0)
+        return 0;
+    for (i = ifs; i && !found; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+            !(i->ifa_flags & IFF_LOOPBACK))
+            found = inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out,
+                              (socklen_t)n) != NULL;
+    freeifaddrs(ifs);
+    return found;
+}
+
+/* Another host, as the rule sees one: the client end bound to 127.0.0.1
+ * and the peer at this host's own non-loopback address (the two IPs
+ * differ, and the peer's is not a loopback address).  The rail goes back
+ * to the system's BBR; the accepted end, whose peer is a loopback address,
+ * stays on reno. */
+Test(tcp_cc, a_prepared_rail_to_another_host_goes_back_to_the_systems_bbr)
+{
+    char ip[INET_ADDRSTRLEN], cc[16];
+    int c, s, probe = socket(AF_INET, SOCK_STREAM, 0);
+
+    cr_assert(probe >= 0);
+    if (try_cc(probe, "bbr") < 0) {
+        close(probe);
+        cr_skip("BBR is not available here (tcp_bbr not loaded or not permitted)");
+    }
+    close(probe);
+    if (!other_ipv4(ip, sizeof(ip)))
+        cr_skip("this host has no IPv4 address besides loopback");
+    unsetenv("RAILWIRE_TCP_CONGESTION");
+    rw_tcp_cc_assume_system("bbr");
+    prepared_pair(ip, "127.0.0.1", &c, &s);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "reno", "prepared before it connected");
+    rw_tcp_pick_congestion(c, 2);
+    rw_tcp_pick_server_congestion(s, 2);
+    cc_of(c, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "bbr", "a rail to %s from 127.0.0.1 runs %s", ip, cc);
+    cc_of(s, cc, sizeof(cc));
+    cr_assert_str_eq(cc, "reno", "the end whose peer is 127.0.0.1 runs %s", cc);
+    close(c);
+    close(s);
+}
+
+/* Both ends of a real rail of a 255-rail set, where the system runs BBR:
+ * reno from the start (the older rule kept BBR above 2 rails a CPU). */
+Test(tcp_cc, both_ends_of_a_rail_of_a_255_rail_set_run_reno_where_the_system_runs_bbr)
+{
+    struct tpair p = {0};
+    struct rw_ep_cfg ccfg = {.depth = 8, .set_rails = 255};
+
+    unsetenv("RAILWIRE_TCP_CONGESTION");
+    rw_tcp_cc_assume_system("bbr");
+    t_open(&p, "127.0.0.1", 0);
+    t_connect_cfg(&p, NULL, 0, &ccfg);
     cr_assert_geq(rail_sockets_run("reno"), 2, "the rail's client and server sockets");
     t_close(&p);
 }

@@ -93,7 +93,7 @@ void t_connect_cfg(struct tpair *p, struct rw_mr *const *exposed, size_t n_expos
                    const struct rw_ep_cfg *ccfg)
 {
     struct rw_ep_cfg scfg = {.depth = ccfg->depth, .exposed = exposed ? exposed : &p->smr,
-                             .n_exposed = exposed ? n_exposed : 1};
+                             .n_exposed = exposed ? n_exposed : 1, .set_rails = ccfg->set_rails};
     int srv_rc, rc;
 
     cr_assert_eq(rw_tcp_ops.ep_create(p->sdom, &scfg, &p->sep), 0);

@@ -31,7 +31,8 @@ void t_open(struct tpair *p, const char *addr, int io_timeout_ms);
 /* Creates a server ep exposing the given MRs (NULL/0: p->smr) and a client
  * ep of `depth`, and connects them (both sides concurrently).  Asserts. */
 void t_connect(struct tpair *p, struct rw_mr *const *exposed, size_t n_exposed, unsigned depth);
-/* The same with the client ep's options given (the server ep gets its depth). */
+/* The same with the client ep's options given (the server ep gets its depth
+ * and its set_rails). */
 void t_connect_cfg(struct tpair *p, struct rw_mr *const *exposed, size_t n_exposed,
                    const struct rw_ep_cfg *ccfg);
 
