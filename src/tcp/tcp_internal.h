@@ -313,8 +313,9 @@ int rw_tcp_cond_init(pthread_cond_t *c);
 int rw_tcp_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t deadline_ms);
 
 /* --- keys (tcp_mr.c) --- */
-/* Reserves a random non-zero 32-bit key unused in this process.  Returns 0
- * or RAILWIRE_E_NOMEM. */
+/* Reserves a random non-zero 32-bit key unused in this process, whose low
+ * byte is never RW_STATUS_OK (tcp_mr.c says why).  Returns 0 or
+ * RAILWIRE_E_NOMEM. */
 int rw_tcp_key_alloc(uint32_t *key);
 /* Releases a key from rw_tcp_key_alloc. */
 void rw_tcp_key_free(uint32_t key);

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "tcp/tcp_internal.h"
 #include "tcp/tcp_sock.h"
+#include "wire/wire.h"
 
 /* Process-wide set of keys in use, kept sorted for binary search. */
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -49,7 +50,13 @@ int rw_tcp_key_alloc(uint32_t *key)
     for (;;) {
         uint32_t k = rw_tcp_random32(1);
         size_t pos = key_pos(k);
-        if (pos < n_keys && keys[pos] == k)
+        /* A key's first byte on the wire (little-endian) is never the
+         * handshake's STATUS_OK: an RW client that dials an RO port reads
+         * the first byte of layer 0's rkey as the server's ack (a 1-layer
+         * RO reply is 4 bytes longer than an RW one), and with this it
+         * always sees a refusal instead of accepting garbage once in 256
+         * times. */
+        if ((uint8_t)k == RW_STATUS_OK || (pos < n_keys && keys[pos] == k))
             continue;
         memmove(keys + pos + 1, keys + pos, (n_keys - pos) * sizeof(*keys));
         keys[pos] = k;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Secrets of the tcp rail (issue 8): nothing confirms a psn guess before
  * the client's identity is known, slots are random, a guessing peer is
- * locked out (and only that peer), and published bases are opaque. */
+ * locked out (and only that peer), and published bases are opaque; and
+ * the random keys never start with the handshake's STATUS_OK byte. */
 #include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "tcp/tcp_guard.h"
+#include "tcp/tcp_internal.h"
 #include "tcp/tcp_proto.h"
 #include "tcp_fixture.h"
 
@@ -204,4 +206,22 @@ Test(tcp_secrets, published_bases_are_opaque)
     rw_tcp_ops.mr_dereg(mr2);
     t_close(&p);
     free(mem2);
+}
+
+/* An RW client that dials a 1-layer RO port reads the first byte of layer
+ * 0's rkey (little-endian: its low byte) as the server's ack.  Keys never
+ * start with STATUS_OK (0), so that client is always refused (the Python
+ * test_errors.test_dialect_mismatch failed about once in 256 runs before).
+ * 4096 random keys: about 16 would start with 0 without the rule. */
+Test(tcp_secrets, keys_never_start_with_the_status_ok_byte)
+{
+    static uint32_t k[4096];
+
+    for (size_t i = 0; i < 4096; i++) {
+        cr_assert_eq(rw_tcp_key_alloc(&k[i]), 0);
+        cr_assert_neq(k[i] & 0xffu, 0u, "key %zu is 0x%08x", i, (unsigned)k[i]);
+        cr_assert_neq(k[i], 0u);
+    }
+    for (size_t i = 0; i < 4096; i++)
+        rw_tcp_key_free(k[i]);
 }
