@@ -110,10 +110,27 @@ void rw_tcp_cc_assume_system(const char *name)
         read_system();
 }
 
-/* Puts fd on reno, or on cubic where reno is refused.  Returns 0 or -1. */
+/* What a same-host rail leaves a BBR for, in order of preference: reno,
+ * or cubic where reno is refused (tcp_cc.h says why). */
+static const char *const off_bbr_names[] = {"reno", "cubic"};
+
+/* Puts fd on the first of off_bbr_names the kernel accepts.  Returns 0 or
+ * -1. */
 static int off_bbr(int fd)
 {
-    return set_cc(fd, "reno") == 0 || set_cc(fd, "cubic") == 0 ? 0 : -1;
+    for (size_t i = 0; i < sizeof(off_bbr_names) / sizeof(off_bbr_names[0]); i++)
+        if (set_cc(fd, off_bbr_names[i]) == 0)
+            return 0;
+    return -1;
+}
+
+/* Whether name is one that off_bbr puts a socket on. */
+static int is_off_bbr_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof(off_bbr_names) / sizeof(off_bbr_names[0]); i++)
+        if (!strcmp(name, off_bbr_names[i]))
+            return 1;
+    return 0;
 }
 
 void rw_tcp_cc_prepare(int fd)
@@ -148,8 +165,7 @@ static void pick_auto(int fd, unsigned set_rails, unsigned per_cpu)
     if (get_cc(fd, cur) < 0)
         return;
     if (!is_bbr(cur)) {
-        if (is_bbr(sys) && (!strcmp(cur, "reno") || !strcmp(cur, "cubic")) &&
-            !peer_on_this_host(fd) && set_cc(fd, sys) < 0)
+        if (is_bbr(sys) && is_off_bbr_name(cur) && !peer_on_this_host(fd) && set_cc(fd, sys) < 0)
             rw_debug("tcp: a rail to another host keeps %s: the system's %s was refused (%s)",
                      cur, sys, strerror(errno));
         return;

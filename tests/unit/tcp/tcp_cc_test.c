@@ -6,8 +6,8 @@
  * socket still under a BBR, of a railset of at most 2 rails a CPU, moves
  * to reno, or to cubic where reno is refused; any other keeps its
  * algorithm); RAILWIRE_TCP_CONGESTION=system and =NAME; and both ends of
- * a real rail getting the choice.  Criterion runs each test in its own process, so each
- * test's environment is read afresh. */
+ * a real rail getting the choice.  Criterion runs each test in its own
+ * process, so each test's environment is read afresh. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <ifaddrs.h>
@@ -56,22 +56,43 @@ Test(tcp_cc, same_host_is_loopback_or_the_local_ip)
     cr_assert_not(rw_tcp_same_host(&b, &mapped));
 }
 
-/* A connected loopback pair: *c the client end, *s the accepted end. */
-static void loopback_pair(int *c, int *s)
+/* A connected IPv4 pair: a listener on `ip` and a client socket (bound to
+ * `from` unless NULL), both first given to rw_tcp_cc_prepare when
+ * `prepare` is set, as the library does with its rail sockets before they
+ * listen or connect.  *c is the client end, *s the accepted end. */
+static void tcp_pair(const char *ip, const char *from, int prepare, int *c, int *s)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t l = sizeof(a);
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
     cr_assert(lfd >= 0);
+    cr_assert_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+    if (prepare)
+        rw_tcp_cc_prepare(lfd);
     cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
     cr_assert_eq(listen(lfd, 1), 0);
     cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &l), 0);
     *c = socket(AF_INET, SOCK_STREAM, 0);
     cr_assert(*c >= 0);
+    if (prepare)
+        rw_tcp_cc_prepare(*c);
+    if (from) {
+        struct sockaddr_in f = {.sin_family = AF_INET};
+        cr_assert_eq(inet_pton(AF_INET, from, &f.sin_addr), 1);
+        cr_assert_eq(bind(*c, (struct sockaddr *)&f, sizeof(f)), 0);
+    }
     cr_assert_eq(connect(*c, (struct sockaddr *)&a, sizeof(a)), 0);
     *s = accept(lfd, NULL, NULL);
     cr_assert(*s >= 0);
     close(lfd);
+}
+
+/* A connected loopback pair, as the kernel makes it: *c the client end, *s
+ * the accepted end. */
+static void loopback_pair(int *c, int *s)
+{
+    tcp_pair("127.0.0.1", NULL, 0, c, s);
 }
 
 static void cc_of(int fd, char *out, size_t n)
@@ -237,36 +258,6 @@ Test(tcp_cc, both_ends_of_a_rail_take_the_named_algorithm)
     t_close(&p);
 }
 
-/* A connected pair made as the library makes its rail sockets: the
- * listener (on `ip`, IPv4) and the client socket (bound to `from` unless
- * NULL) go through rw_tcp_cc_prepare before they listen or connect.  *c
- * is the client end, *s the accepted end. */
-static void prepared_pair(const char *ip, const char *from, int *c, int *s)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t l = sizeof(a);
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-
-    cr_assert(lfd >= 0);
-    cr_assert_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
-    rw_tcp_cc_prepare(lfd);
-    cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-    cr_assert_eq(listen(lfd, 1), 0);
-    cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &l), 0);
-    *c = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert(*c >= 0);
-    rw_tcp_cc_prepare(*c);
-    if (from) {
-        struct sockaddr_in f = {.sin_family = AF_INET};
-        cr_assert_eq(inet_pton(AF_INET, from, &f.sin_addr), 1);
-        cr_assert_eq(bind(*c, (struct sockaddr *)&f, sizeof(f)), 0);
-    }
-    cr_assert_eq(connect(*c, (struct sockaddr *)&a, sizeof(a)), 0);
-    *s = accept(lfd, NULL, NULL);
-    cr_assert(*s >= 0);
-    close(lfd);
-}
-
 /* A connection that starts under BBR keeps BBR's pacing when it is moved
  * off BBR later, and that pacing fell into a low mode on many loopback
  * rails (src/tcp/tcp_cc.h).  So the switch is made before the connection
@@ -278,7 +269,7 @@ Test(tcp_cc, auto_takes_rail_sockets_off_the_systems_bbr_before_they_connect)
 
     unsetenv("RAILWIRE_TCP_CONGESTION");
     rw_tcp_cc_assume_system("bbr");
-    prepared_pair("127.0.0.1", NULL, &c, &s);
+    tcp_pair("127.0.0.1", NULL, 1, &c, &s);
     cc_of(c, cc, sizeof(cc));
     cr_assert_str_eq(cc, "reno", "the client socket connected under %s", cc);
     cc_of(s, cc, sizeof(cc));
@@ -346,7 +337,7 @@ Test(tcp_cc, a_prepared_rail_to_another_host_goes_back_to_the_systems_bbr)
         cr_skip("this host has no IPv4 address besides loopback");
     unsetenv("RAILWIRE_TCP_CONGESTION");
     rw_tcp_cc_assume_system("bbr");
-    prepared_pair(ip, "127.0.0.1", &c, &s);
+    tcp_pair(ip, "127.0.0.1", 1, &c, &s);
     cc_of(c, cc, sizeof(cc));
     cr_assert_str_eq(cc, "reno", "prepared before it connected");
     rw_tcp_pick_congestion(c, 2);
